@@ -1,0 +1,203 @@
+package mcs
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/miekg/dns"
+)
+
+// dnsVersion is the MCS DNS schema version (KEP-1645 specification §2.2).
+const dnsVersion = "1.0.0"
+
+// serveClusterset answers the clusterset zone per the KEP-1645 DNS
+// specification; mcs is authoritative there.
+func (m *MCS) serveClusterset(ctx context.Context, q *query) (int, error) {
+	if t := q.state.QType(); t == dns.TypeAXFR || t == dns.TypeIXFR {
+		return dns.RcodeRefused, nil // no zone transfers, as the kubernetes plugin; the server writes REFUSED
+	}
+	switch q.name.shape {
+	case shapeOther:
+		return m.clustersetMeta(ctx, q)
+	case shapeSvc:
+		return m.answer(q, nodata)
+	case shapeTooLong:
+		return m.nxdomain(ctx, q)
+	}
+	if !m.ctrl.ready.Load() {
+		return m.servfail(q)
+	}
+	if q.name.shape == shapeNamespace {
+		if m.idx.hasNamespace(q.name.namespace) {
+			return m.answer(q, nodata)
+		}
+		return m.nxdomain(ctx, q)
+	}
+	v := m.idx.view(q.name.namespace, q.name.service)
+	if v == nil || v.imp == nil {
+		return m.nxdomain(ctx, q)
+	}
+	resp, ok := m.clustersetService(q, v)
+	if !ok {
+		return m.nxdomain(ctx, q)
+	}
+	return m.answer(q, resp)
+}
+
+// clustersetMeta answers the names that are not services: the apex (SOA,
+// NS), the schema version, and the name server the NS record points to.
+func (m *MCS) clustersetMeta(ctx context.Context, q *query) (int, error) {
+	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
+	switch {
+	case q.name.base == "" && qtype == dns.TypeSOA:
+		return m.answer(q, response{answer: []dns.RR{soa(q.origZone, ttl, m.idx.serial.Load())}})
+	case q.name.base == "" && qtype == dns.TypeNS:
+		ns := nsRR(owner, ttl)
+		return m.answer(q, response{answer: []dns.RR{ns}, extra: m.nsRecords(ns.(*dns.NS).Ns)})
+	case q.name.base == "dns-version" && qtype == dns.TypeTXT:
+		return m.answer(q, response{answer: []dns.RR{txtRR(owner, ttl, dnsVersion)}})
+	case q.name.base == "ns.dns" && (qtype == dns.TypeA || qtype == dns.TypeAAAA):
+		return m.answer(q, response{answer: vipRecords(owner, qtype, m.nsAddrs, ttl)})
+	case q.name.base == "" || q.name.base == "dns-version" || q.name.base == "ns.dns" || q.name.base == "dns":
+		return m.answer(q, nodata)
+	}
+	return m.nxdomain(ctx, q)
+}
+
+func (m *MCS) nsRecords(name string) []dns.RR {
+	rrs := vipRecords(name, dns.TypeA, m.nsAddrs, m.cfg.ttl)
+	return append(rrs, vipRecords(name, dns.TypeAAAA, m.nsAddrs, m.cfg.ttl)...)
+}
+
+// clustersetService answers the names under an imported service. ok is false
+// for names that do not exist (NXDOMAIN).
+func (m *MCS) clustersetService(q *query, v *view) (response, bool) {
+	eps := firstNonEmpty(v.importedSets(m.idx, time.Now()))
+	if v.headless() && len(eps) == 0 {
+		return response{}, false // a headless import without ready endpoints does not exist
+	}
+	switch {
+	case q.name.shape == shapeService:
+		return m.clustersetRecords(q, v, eps, "", "", false), true
+	case q.name.shape == shapeOneLabel:
+		return nodata, v.clustersetNonTerminal(q.name.first)
+	case q.name.portQuery(true):
+		name, protocol := q.name.portFilter()
+		resp := m.clustersetRecords(q, v, eps, name, protocol, true)
+		return resp, resp.rcode == dns.RcodeSuccess
+	}
+	return m.clustersetEndpoint(q, v)
+}
+
+// clustersetRecords answers the service name itself (all ports for SRV) or,
+// with byPort, an _port._proto name; a port name that matches nothing is
+// reported with rcode NXDOMAIN.
+func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, protocol string, byPort bool) response {
+	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
+	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
+	if !byPort && (qtype == dns.TypeA || qtype == dns.TypeAAAA) {
+		if v.headless() {
+			return response{answer: endpointRecords(owner, qtype, eps, "", ttl)}
+		}
+		return response{answer: vipRecords(owner, qtype, v.imp.ips, ttl)}
+	}
+	set := newSRVSet(ttl)
+	if v.headless() {
+		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e endpoint) string {
+			return e.hostname + "." + s.cluster + "." + svcName
+		})
+	} else {
+		set.vipSRV(owner, svcName, v.imp.ports, v.imp.ips, name, protocol)
+	}
+	if byPort && len(set.answer) == 0 {
+		return response{rcode: dns.RcodeNameError}
+	}
+	if qtype != dns.TypeSRV {
+		return nodata
+	}
+	answer, extra := set.records()
+	return response{answer: answer, extra: extra}
+}
+
+// clustersetEndpoint answers <hostname>.<clusterid>.<svc>.<ns>.svc.<zone>,
+// which exists for the ready endpoints of headless imports, stale or not:
+// the name picks one cluster explicitly.
+func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
+	if !v.headless() {
+		return response{}, false
+	}
+	host, cluster := q.name.first, q.name.second
+	var ss []*endpointSlice
+	for _, s := range v.imported {
+		if s.cluster == cluster && s.hasHost(host) {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return response{}, false
+	}
+	qtype := q.state.QType()
+	if qtype != dns.TypeA && qtype != dns.TypeAAAA {
+		return nodata, true
+	}
+	return response{answer: endpointRecords(q.owner, qtype, ss, host, m.cfg.ttl)}, true
+}
+
+// clustersetNonTerminal reports whether <label>.<svc>.<ns>.svc.<zone> has
+// names below it: <clusterid> of a headless import's endpoints, or the
+// _<proto> of a port. Such a name has no records but exists (RFC 8020), so
+// it is NODATA, never NXDOMAIN, or resolvers would deny the names below.
+func (v *view) clustersetNonTerminal(label string) bool {
+	if proto, ok := strings.CutPrefix(label, "_"); ok {
+		return v.hasProtocol(proto)
+	}
+	if !v.headless() {
+		return false
+	}
+	for _, s := range v.imported {
+		if s.cluster == label {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *view) hasProtocol(proto string) bool {
+	if !v.headless() {
+		return hasNamedProtocol(v.imp.ports, proto)
+	}
+	for _, s := range v.imported {
+		if hasNamedProtocol(s.ports, proto) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasNamedProtocol: only named ports have SRV names (KEP-1645 §2.3.2).
+func hasNamedProtocol(ports []port, proto string) bool {
+	for _, p := range ports {
+		if p.name != "" && p.protocol == proto {
+			return true
+		}
+	}
+	return false
+}
+
+// nxdomain denies a clusterset name, or passes it on under fallthrough.
+func (m *MCS) nxdomain(ctx context.Context, q *query) (int, error) {
+	if m.cfg.fall.Through(q.state.Name()) {
+		return m.next(ctx, q.state.W, q.state.Req)
+	}
+	count(q.zone, "", outcomeNXDomain)
+	return m.write(q, response{rcode: dns.RcodeNameError})
+}
+
+// answer writes a clusterset answer and counts it: every clusterset answer
+// covers the whole clusterset.
+func (m *MCS) answer(q *query, resp response) (int, error) {
+	count(q.zone, "", outcomeCombined)
+	return m.write(q, resp)
+}

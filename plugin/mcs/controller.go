@@ -1,0 +1,237 @@
+package mcs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
+)
+
+// startupTimeout is how long start-up waits for the informers, as the
+// kubernetes plugin's default: past it CoreDNS serves, mcs answers SERVFAIL
+// for what it cannot know yet, and keeps trying.
+const startupTimeout = 5 * time.Second
+
+// controller resolves the cluster name, runs the informers that feed the
+// index, and says when it is ready.
+type controller struct {
+	cfg *config
+	cl  clients
+	idx *index
+
+	startupTimeout time.Duration
+	ready          atomic.Bool
+	synced         chan struct{} // closed once ready
+	fatal          chan error    // a configuration error found while starting
+
+	mu        sync.Mutex
+	cancel    context.CancelFunc
+	factories []interface{ Shutdown() }
+	informers []watched
+}
+
+// watchedResources label the informers_synced gauge, one per informer.
+var watchedResources = []string{"services", "endpointslices", "namespaces", "leases", "serviceimports"}
+
+// watched is one informer and the registration of the handler feeding the
+// index; the registration says when that handler has seen the initial list.
+type watched struct {
+	resource string
+	reg      cache.ResourceEventHandlerRegistration
+}
+
+func newController(cfg *config, cl clients, idx *index) *controller {
+	return &controller{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, synced: make(chan struct{}), fatal: make(chan error, 1)}
+}
+
+// start is the OnStartup hook. A configuration error (no cluster name) fails
+// start-up; an unreachable API server does not: CoreDNS must serve the rest.
+func (c *controller) start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
+	for _, r := range watchedResources {
+		informersSynced.WithLabelValues(r).Set(0)
+	}
+	go c.run(ctx)
+	timer := time.NewTimer(c.startupTimeout)
+	defer timer.Stop()
+	select {
+	case <-c.synced:
+		return nil
+	case err := <-c.fatal:
+		cancel()
+		return err
+	case <-timer.C:
+		log.Warningf("starting before the Kubernetes API at %s has synced; multi-cluster names answer SERVFAIL until it has", c.cl.host)
+		return nil
+	}
+}
+
+// stop is the OnShutdown hook.
+func (c *controller) stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for _, f := range c.factories {
+		f.Shutdown()
+	}
+	return nil
+}
+
+func (c *controller) run(ctx context.Context) {
+	cluster, gv, err := c.prepare(ctx)
+	if err != nil {
+		return // stopped
+	}
+	c.idx.self = cluster
+	c.mu.Lock()
+	c.startInformers(ctx, gv)
+	watched := c.informers
+	c.mu.Unlock()
+	if !cache.WaitForCacheSync(ctx.Done(), registrationsSynced(watched)...) {
+		return
+	}
+	for _, w := range watched {
+		informersSynced.WithLabelValues(w.resource).Set(1)
+	}
+	c.ready.Store(true)
+	close(c.synced)
+	log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", c.cl.host, cluster, gv.Version)
+	c.watchStale(ctx)
+}
+
+func registrationsSynced(ws []watched) []cache.InformerSynced {
+	out := make([]cache.InformerSynced, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.reg.HasSynced)
+	}
+	return out
+}
+
+// prepare learns what the informers need, retrying with backoff while the
+// API server cannot be reached; it returns an error only when ctx ends.
+func (c *controller) prepare(ctx context.Context) (string, schema.GroupVersion, error) {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	for {
+		cluster, err := c.clusterName(ctx)
+		var gv schema.GroupVersion
+		if err == nil {
+			gv, err = c.importVersion()
+		}
+		if err == nil {
+			return cluster, gv, nil
+		}
+		if errors.Is(err, errConfig) {
+			select {
+			case c.fatal <- err:
+			default:
+			}
+		}
+		log.Errorf("waiting for the Kubernetes API at %s: %v", c.cl.host, err)
+		select {
+		case <-ctx.Done():
+			return "", gv, ctx.Err()
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+// startInformers watches everything answers need. Every factory trims
+// objects to the small structs of objects.go before they are stored.
+func (c *controller) startInformers(ctx context.Context, gv schema.GroupVersion) {
+	kube := informers.NewSharedInformerFactoryWithOptions(c.cl.kube, 0, informers.WithTransform(trim))
+	leases := informers.NewSharedInformerFactoryWithOptions(c.cl.kube, 0, informers.WithNamespace(leaseNamespace), informers.WithTransform(trim))
+	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(c.cl.mcs, 0, mcsinformers.WithTransform(trim))
+
+	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
+	if gv == mcsv1b1.SchemeGroupVersion {
+		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
+	}
+	c.watch("services", kube.Core().V1().Services().Informer(), handle(c.idx.setService))
+	c.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handle(c.idx.setSlice))
+	c.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handle(c.idx.setNamespace))
+	c.watch("leases", leases.Coordination().V1().Leases().Informer(), handle(c.idx.setLease))
+	c.watch("serviceimports", imports, handle(c.idx.setImport))
+
+	kube.Start(ctx.Done())
+	leases.Start(ctx.Done())
+	mcs.Start(ctx.Done())
+	c.factories = []interface{ Shutdown() }{kube, leases, mcs}
+}
+
+func (c *controller) watch(resource string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil { // only when the informer has stopped, which it has not
+		log.Errorf("watching %s: %v", resource, err)
+		return
+	}
+	c.informers = append(c.informers, watched{resource: resource, reg: reg})
+}
+
+// handle adapts an index setter to informer events; set gets (old, nil)
+// on deletion and (nil, new) on addition.
+func handle[T any](set func(old, cur *T)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cur, ok := obj.(*T); ok {
+				set(nil, cur)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*T)
+			cur, ok2 := newObj.(*T)
+			if ok1 && ok2 {
+				set(old, cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if old, ok := obj.(*T); ok {
+				set(old, nil)
+			}
+		},
+	}
+}
+
+// watchStale keeps the stale-clusters gauge current and logs clusters going
+// stale and coming back: Leases expire by the clock, without an event.
+func (c *controller) watchStale(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	was := map[string]bool{}
+	for {
+		now := map[string]bool{}
+		for _, cluster := range c.idx.staleAt(time.Now()) {
+			now[cluster] = true
+			if !was[cluster] {
+				log.Warningf("source cluster %q is stale: its Lease %s%s has expired; its endpoints are used only when no other is left", cluster, leasePrefix, cluster)
+			}
+		}
+		for cluster := range was {
+			if !now[cluster] {
+				log.Infof("source cluster %q is no longer stale", cluster)
+			}
+		}
+		was = now
+		staleClusters.Set(float64(len(now)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package mcs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+)
+
+func TestClusterFromClusterProperty(t *testing.T) {
+	cfg := baseConfig()
+	cfg.cluster = ""
+	f := newFixture(t, cfg, clusterProperty("member1"),
+		importObj("demo", "serve", nil, nil, withStrategy("RemoteAndLocal")),
+		importedSlice("demo", "serve", "member1", "a", nil, ep{ip: "10.1.0.99"}),
+		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...))
+	for _, r := range watchedResources {
+		if got := testutil.ToFloat64(informersSynced.WithLabelValues(r)); got != 1 {
+			t.Errorf("informers_synced{resource=%q} = %v", r, got)
+		}
+	}
+	if f.m.idx.self != "member1" {
+		t.Fatalf("cluster %q, want member1", f.m.idx.self)
+	}
+	if got := addresses(f.query(serveName, dns.TypeA)); !equal(got, remoteIP) {
+		t.Fatalf("member1's own imported slice must not be remote: %v", got)
+	}
+}
+
+func TestClusterNameErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		props []runtime.Object
+		want  string
+	}{
+		{"no ClusterProperty", nil, "option cluster is not set and ClusterProperty cluster.clusterset.k8s.io does not exist"},
+		{"not a cluster name", []runtime.Object{clusterProperty("Not A Name")}, `has spec.value "Not A Name", not a cluster name`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.cluster = ""
+			f := newUnstartedFixture(t, cfg, tc.props...)
+			err := f.m.ctrl.start()
+			defer f.m.ctrl.stop()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Corefile:1") {
+				t.Fatalf("want an error naming the option and line, got %v", err)
+			}
+		})
+	}
+}
+
+// Where only v1alpha1 ServiceImports are served, those are read.
+func TestServiceImportV1alpha1(t *testing.T) {
+	f := newUnstartedFixture(t, baseConfig())
+	f.kube.Resources = []*metav1.APIResourceList{{
+		GroupVersion: mcsv1a1.SchemeGroupVersion.String(),
+		APIResources: []metav1.APIResource{{Name: "serviceimports", Namespaced: true, Kind: "ServiceImport"}},
+	}}
+	si := &mcsv1a1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "serve"}}
+	si.Spec.Type, si.Spec.IPs = mcsv1a1.ClusterSetIP, []string{vipSet}
+	if err := f.mc.Tracker().Add(si); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.ctrl.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.m.ctrl.stop()
+	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
+		t.Fatalf("want the v1alpha1 import's IP, got %v", got)
+	}
+}
+
+// Without the MCS CRDs the plugin keeps trying and is not ready; start-up
+// still succeeds so CoreDNS serves every other name.
+func TestServiceImportNotServed(t *testing.T) {
+	f := newUnstartedFixture(t, baseConfig())
+	f.kube.Resources = nil
+	f.m.ctrl.startupTimeout = 100 * time.Millisecond
+	if err := f.m.ctrl.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.m.ctrl.stop()
+	if f.m.Ready() {
+		t.Fatal("ready without ServiceImports")
+	}
+}
+
+// An unreachable API server: start-up returns after its timeout without an
+// error, the plugin is not ready, multi-cluster names get SERVFAIL, and
+// shutting down works.
+func TestUnreachableAPIServer(t *testing.T) {
+	cl, err := newClients(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMCS(baseConfig(), cl)
+	m.ctrl.startupTimeout = 300 * time.Millisecond
+	if err := m.ctrl.start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if m.Ready() {
+		t.Fatal("ready without an API server")
+	}
+	if resp := serve(t, m, serveName, dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("want SERVFAIL, got\n%s", resp)
+	}
+	if err := m.ctrl.stop(); err != nil {
+		t.Fatal(err)
+	}
+}

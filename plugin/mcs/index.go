@@ -1,0 +1,153 @@
+package mcs
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type svcKey struct{ namespace, name string }
+
+// entry gathers, per namespace/service, the objects the informers delivered.
+// Only writers (informer handlers, under index.mu) touch entries.
+type entry struct {
+	svc    *service
+	imp    *serviceImport
+	slices map[string]*endpointSlice // by slice name
+}
+
+// index is the in-memory state answers are read from. A query costs one map
+// lookup under a read lock: every change rebuilds that service's immutable
+// view, so readers never see an entry half-updated.
+type index struct {
+	mu         sync.RWMutex
+	entries    map[svcKey]*entry
+	views      map[svcKey]*view
+	namespaces map[string]struct{}
+
+	// leases maps a source cluster to its Lease's expiry. It changes every few
+	// seconds per cluster and is read on every query, so it is a copied map
+	// swapped atomically rather than another thing under mu.
+	leases atomic.Pointer[map[string]time.Time]
+
+	self     string   // this cluster's name, set before informers start
+	strategy strategy // the strategy option: applies to imports without the annotation
+	serial   atomic.Uint32
+}
+
+func newIndex(s strategy) *index {
+	x := &index{
+		entries:    map[svcKey]*entry{},
+		views:      map[svcKey]*view{},
+		namespaces: map[string]struct{}{},
+		strategy:   s,
+	}
+	x.leases.Store(&map[string]time.Time{})
+	x.touch()
+	return x
+}
+
+// touch moves the SOA serial on: negative answers cached downstream are
+// tied to it.
+func (x *index) touch() { x.serial.Store(uint32(time.Now().Unix())) } // #nosec G115 -- Unix time as SOA serial, like the kubernetes plugin
+
+func (x *index) view(namespace, name string) *view {
+	x.mu.RLock()
+	v := x.views[svcKey{namespace, name}]
+	x.mu.RUnlock()
+	return v
+}
+
+func (x *index) hasNamespace(name string) bool {
+	x.mu.RLock()
+	_, ok := x.namespaces[name]
+	x.mu.RUnlock()
+	return ok
+}
+
+// change applies fn to the entry of k and republishes its view.
+func (x *index) change(k svcKey, fn func(*entry)) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.entries[k]
+	if e == nil {
+		e = &entry{slices: map[string]*endpointSlice{}}
+		x.entries[k] = e
+	}
+	fn(e)
+	if e.svc == nil && e.imp == nil && len(e.slices) == 0 {
+		delete(x.entries, k)
+		delete(x.views, k)
+	} else {
+		x.views[k] = newView(k, e, x.self, x.strategy)
+	}
+	x.touch()
+}
+
+func (x *index) setService(old, cur *service) {
+	if cur == nil {
+		x.change(svcKey{old.namespace, old.name}, func(e *entry) { e.svc = nil })
+		return
+	}
+	x.change(svcKey{cur.namespace, cur.name}, func(e *entry) { e.svc = cur })
+}
+
+func (x *index) setImport(old, cur *serviceImport) {
+	if cur == nil {
+		x.change(svcKey{old.namespace, old.name}, func(e *entry) { e.imp = nil })
+		return
+	}
+	x.change(svcKey{cur.namespace, cur.name}, func(e *entry) { e.imp = cur })
+}
+
+// setSlice files a slice under its service; a slice whose service label
+// changed moves from the old service to the new one.
+func (x *index) setSlice(old, cur *endpointSlice) {
+	if old != nil && old.service != "" && (cur == nil || cur.service != old.service) {
+		x.change(svcKey{old.namespace, old.service}, func(e *entry) { delete(e.slices, old.name) })
+	}
+	if cur != nil && cur.service != "" {
+		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.slices[cur.name] = cur })
+	}
+}
+
+func (x *index) setNamespace(old, cur *namespace) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if cur == nil {
+		delete(x.namespaces, old.name)
+	} else {
+		x.namespaces[cur.name] = struct{}{}
+	}
+	x.touch()
+}
+
+func (x *index) setLease(old, cur *lease) {
+	next := maps.Clone(*x.leases.Load())
+	if old != nil {
+		delete(next, old.cluster)
+	}
+	if cur != nil && cur.cluster != "" && !cur.expiry.IsZero() {
+		next[cur.cluster] = cur.expiry
+	}
+	x.leases.Store(&next)
+}
+
+// stale reports whether cluster's Lease has expired at now. A cluster without
+// a Lease (or with one that has no renew time) is not stale: nothing says so.
+func (x *index) stale(cluster string, now time.Time) bool {
+	exp, ok := (*x.leases.Load())[cluster]
+	return ok && now.After(exp)
+}
+
+// staleAt lists the clusters whose Lease has expired at now.
+func (x *index) staleAt(now time.Time) []string {
+	var out []string
+	for cluster, exp := range *x.leases.Load() {
+		if now.After(exp) {
+			out = append(out, cluster)
+		}
+	}
+	return out
+}

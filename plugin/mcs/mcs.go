@@ -1,0 +1,41 @@
+// Package mcs is a CoreDNS plugin that answers multi-cluster service names:
+// clusterset.local per the MCS API DNS specification (KEP-1645), and the
+// native cluster.local names of services that a MultiClusterService enables,
+// following a per-service strategy (RemoteAndLocal or LocalFirst).
+package mcs
+
+import (
+	"net"
+
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+)
+
+const pluginName = "mcs"
+
+var log = clog.NewWithPlugin(pluginName)
+
+// Keys of the product contract (SPEC §2) that the plugin reads.
+const (
+	annotationStrategy = "mcs.coredns-mcs.io/strategy"
+	labelMCSService    = "multicluster.kubernetes.io/service-name"
+	labelSourceCluster = "multicluster.kubernetes.io/source-cluster"
+	labelService       = "kubernetes.io/service-name"
+	leaseNamespace     = "mcs-system"
+	leasePrefix        = "source-"
+	clustersetZone     = "clusterset.local."
+)
+
+// MCS is the plugin: the handler reads the in-memory index that the
+// controller's informers keep current.
+type MCS struct {
+	Next plugin.Handler
+
+	cfg     *config
+	ctrl    *controller
+	idx     *index
+	nsAddrs []net.IP // addresses answered for ns.dns.<clusterset zone>
+}
+
+// Name implements plugin.Handler.
+func (m *MCS) Name() string { return pluginName }

@@ -1,0 +1,91 @@
+package mcs
+
+import (
+	"context"
+	"time"
+
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/miekg/dns"
+)
+
+// serveNative answers the cluster.local names of multi-cluster-enabled
+// services. Every other name goes to the next plugin untouched, so the
+// kubernetes plugin's answer is what it would be without mcs.
+func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
+	w, r := q.state.W, q.state.Req
+	switch q.name.shape {
+	case shapeService, shapeOneLabel, shapeTwoLabels:
+	default:
+		return m.next(ctx, w, r)
+	}
+	if !m.ctrl.ready.Load() {
+		return m.servfail(q)
+	}
+	v := m.idx.view(q.name.namespace, q.name.service)
+	if !v.native() {
+		return m.next(ctx, w, r)
+	}
+	host := ""
+	if q.name.shape == shapeOneLabel {
+		host = q.name.first
+	}
+	c, ok := decide(v, m.cfg.answer, v.sets(m.idx, host, time.Now()))
+	if !ok {
+		return m.next(ctx, w, r)
+	}
+	resp, ok := m.nativeAnswer(q, v, c, host)
+	if !ok {
+		return m.next(ctx, w, r)
+	}
+	count(q.zone, v.strategy, c.outcome)
+	if c.fellBack {
+		localFallbacks.Inc()
+	}
+	return m.write(q, resp)
+}
+
+// nativeAnswer builds the records of choice c for the query type. ok is false
+// when an SRV name asks for a port the chosen set does not have.
+func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, bool) {
+	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
+	if q.name.shape == shapeTwoLabels {
+		return m.nativeSRV(q, v, c, host, true)
+	}
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		if c.vips != nil {
+			return response{answer: vipRecords(owner, qtype, c.vips, ttl)}, true
+		}
+		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl)}, true
+	case dns.TypeSRV:
+		return m.nativeSRV(q, v, c, host, false)
+	}
+	return nodata, true
+}
+
+// nativeSRV answers SRV: virtual IPs target the service name, endpoints
+// their own names under it, as the kubernetes plugin names them.
+func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (response, bool) {
+	name, protocol := "", ""
+	if byPort {
+		name, protocol = q.name.portFilter()
+	}
+	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
+	set := newSRVSet(m.cfg.ttl)
+	owner := q.owner
+	if c.vips != nil {
+		set.vipSRV(owner, svcName, c.ports, c.vips, name, protocol)
+	} else {
+		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e endpoint) string {
+			return e.hostname + "." + svcName
+		})
+	}
+	if byPort && len(set.answer) == 0 {
+		return response{}, false
+	}
+	if q.state.QType() != dns.TypeSRV {
+		return nodata, true
+	}
+	answer, extra := set.records()
+	return response{answer: answer, extra: extra}, true
+}

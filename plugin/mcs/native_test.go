@@ -1,0 +1,402 @@
+package mcs
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	vipLocal  = "10.96.1.1"
+	vipSet    = "10.96.9.9"
+	localIP   = "10.1.0.1"
+	remoteIP  = "10.2.0.1"
+	remote3IP = "10.3.0.1"
+	serveName = "serve.demo.svc.cluster.local."
+)
+
+// scenario builds the objects of one row of the decision table for the
+// service demo/serve: this cluster is member1, remote endpoints are member2's.
+type scenario struct {
+	strategy string // annotation on the import; "" for none
+	headless bool
+	localSvc bool // a Service demo/serve exists in this cluster
+	setVIP   bool // the ServiceImport has spec.ips
+	local    []ep
+	remote   []ep
+}
+
+func (s scenario) objects() []runtime.Object {
+	objs := []runtime.Object{namespaceObj("demo")}
+	var opts []importOpt
+	if s.strategy != "" {
+		opts = append(opts, withStrategy(s.strategy))
+	}
+	if s.headless {
+		opts = append(opts, headlessImport)
+	}
+	var ips []string
+	if s.setVIP && !s.headless {
+		ips = []string{vipSet}
+	}
+	objs = append(objs, importObj("demo", "serve", ips, []portSpec{httpPort}, opts...))
+	if s.localSvc {
+		var local []string
+		if !s.headless {
+			local = []string{vipLocal}
+		}
+		objs = append(objs, serviceObj("demo", "serve", local, httpPort))
+	}
+	if s.local != nil {
+		objs = append(objs, localSlice("demo", "serve", "serve-abc", []portSpec{{"http", "TCP", 8080}}, s.local...))
+	}
+	if s.remote != nil {
+		objs = append(objs, importedSlice("demo", "serve", "member2", "serve-xyz", []portSpec{{"http", "TCP", 8080}}, s.remote...))
+	}
+	return objs
+}
+
+var (
+	readyLocal    = []ep{{ip: localIP}}
+	notReadyLocal = []ep{{ip: localIP, notReady: true}}
+	readyRemote   = []ep{{ip: remoteIP}}
+	notReadyRem   = []ep{{ip: remoteIP, notReady: true}}
+)
+
+// TestDecisionTable walks every cell of SPEC §5's table for an A query of
+// the native name. want nil means mcs passes the query to the next plugin.
+func TestDecisionTable(t *testing.T) {
+	lf, ral := string(strategyLocalFirst), string(strategyRemoteAndLocal)
+	rows := []struct {
+		name     string
+		answer   answerMode
+		sc       scenario
+		want     []string
+		outcome  outcome
+		fellBack bool
+	}{
+		{"LocalFirst vip: L → VIP_local", answerVIP, scenario{lf, false, true, true, readyLocal, readyRemote}, []string{vipLocal}, outcomeLocal, false},
+		{"LocalFirst vip: L, no local VIP → L", answerVIP, scenario{lf, false, false, true, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst vip: L not ready, R → VIP_set", answerVIP, scenario{lf, false, true, true, notReadyLocal, readyRemote}, []string{vipSet}, outcomeRemote, true},
+		{"LocalFirst vip: no L slice, R → VIP_set", answerVIP, scenario{lf, false, true, true, nil, readyRemote}, []string{vipSet}, outcomeRemote, true},
+		{"LocalFirst vip: R, no VIP_set → R", answerVIP, scenario{lf, false, true, false, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst vip: both empty → VIP_local", answerVIP, scenario{lf, false, true, true, notReadyLocal, notReadyRem}, []string{vipLocal}, outcomeLocal, false},
+		{"LocalFirst vip: both empty, no Service → VIP_set", answerVIP, scenario{lf, false, false, true, nil, notReadyRem}, []string{vipSet}, outcomeRemote, false},
+		{"LocalFirst vip: both empty, no VIP → next", answerVIP, scenario{lf, false, false, false, nil, nil}, nil, "", false},
+		{"LocalFirst endpoints: L → L", answerEndpoints, scenario{lf, false, true, true, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst endpoints: R → R", answerEndpoints, scenario{lf, false, true, true, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst endpoints: both empty → next", answerEndpoints, scenario{lf, false, true, true, notReadyLocal, notReadyRem}, nil, "", false},
+		{"LocalFirst headless: L → L", answerVIP, scenario{lf, true, true, false, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst headless: R → R", answerVIP, scenario{lf, true, true, false, nil, readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst headless: both empty → next", answerVIP, scenario{lf, true, true, false, notReadyLocal, nil}, nil, "", false},
+		{"RemoteAndLocal vip → VIP_set", answerVIP, scenario{ral, false, true, true, readyLocal, readyRemote}, []string{vipSet}, outcomeCombined, false},
+		{"RemoteAndLocal vip: nothing ready → VIP_set", answerVIP, scenario{ral, false, true, true, notReadyLocal, notReadyRem}, []string{vipSet}, outcomeCombined, false},
+		{"RemoteAndLocal vip: no VIP_set → L ∪ R", answerVIP, scenario{ral, false, true, false, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal vip: no VIP_set, nothing ready → next", answerVIP, scenario{ral, false, true, false, notReadyLocal, notReadyRem}, nil, "", false},
+		{"RemoteAndLocal endpoints → L ∪ R", answerEndpoints, scenario{ral, false, true, true, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal endpoints: R only → R", answerEndpoints, scenario{ral, false, true, true, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal endpoints: empty → next", answerEndpoints, scenario{ral, false, true, true, nil, nil}, nil, "", false},
+		{"RemoteAndLocal headless → L ∪ R", answerVIP, scenario{ral, true, true, false, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.answer = row.answer
+			f := newFixture(t, cfg, row.sc.objects()...)
+			before := testutil.ToFloat64(localFallbacks)
+			counted := requestsTotal.WithLabelValues(testZone, row.sc.strategy, string(row.outcome))
+			n := testutil.ToFloat64(counted)
+			resp := f.query(serveName, dns.TypeA)
+			if row.want == nil {
+				if !passedOn(resp) {
+					t.Fatalf("want the query passed on, got\n%s", resp)
+				}
+				return
+			}
+			if got := addresses(resp); !slices.Equal(got, row.want) || !resp.Authoritative || resp.Rcode != dns.RcodeSuccess {
+				t.Fatalf("want aa NOERROR %v, got %v\n%s", row.want, got, resp)
+			}
+			if got := testutil.ToFloat64(counted) - n; got != 1 {
+				t.Errorf("outcome %s counted %v times", row.outcome, got)
+			}
+			if fell := testutil.ToFloat64(localFallbacks) - before; fell != map[bool]float64{true: 1}[row.fellBack] {
+				t.Errorf("fallbacks moved by %v, want fellBack=%v", fell, row.fellBack)
+			}
+		})
+	}
+}
+
+// addresses lists the A/AAAA answers, sorted.
+func addresses(m *dns.Msg) []string {
+	var out []string
+	for _, rr := range m.Answer {
+		switch a := rr.(type) {
+		case *dns.A:
+			out = append(out, a.A.String())
+		case *dns.AAAA:
+			out = append(out, a.AAAA.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestStaleClusters(t *testing.T) {
+	expired, fresh := time.Now().Add(-time.Hour), time.Now()
+	tests := []struct {
+		name     string
+		strategy strategy
+		local    []ep
+		want     []string
+	}{
+		{"RemoteAndLocal leaves stale out", strategyRemoteAndLocal, readyLocal, []string{localIP, remote3IP}},
+		{"LocalFirst falls back to fresh remote only", strategyLocalFirst, notReadyLocal, []string{remote3IP}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.answer = answerEndpoints
+			f := newFixture(t, cfg,
+				importObj("demo", "serve", nil, nil, withStrategy(string(tc.strategy))),
+				localSlice("demo", "serve", "a", nil, tc.local...),
+				importedSlice("demo", "serve", "member2", "b", nil, readyRemote...),
+				importedSlice("demo", "serve", "member3", "c", nil, ep{ip: remote3IP}),
+				leaseObj("member2", expired, 30), leaseObj("member3", fresh, 30))
+			if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, tc.want) {
+				t.Fatalf("want %v, got %v", tc.want, got)
+			}
+		})
+	}
+}
+
+func TestStaleUsedWhenNothingElse(t *testing.T) {
+	cfg := baseConfig()
+	cfg.answer = answerEndpoints
+	f := newFixture(t, cfg,
+		importObj("demo", "serve", nil, nil, withStrategy(string(strategyRemoteAndLocal))),
+		localSlice("demo", "serve", "a", nil, notReadyLocal...),
+		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...),
+		leaseObj("member2", time.Now().Add(-time.Hour), 30))
+	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{remoteIP}) {
+		t.Fatalf("want the stale cluster's endpoints, got %v", got)
+	}
+	// Expiry is a matter of the clock: a renewal makes member2 fresh again.
+	if !f.m.idx.stale("member2", time.Now()) {
+		t.Fatal("member2 should be stale")
+	}
+	f.waitFor(func() bool { return testutil.ToFloat64(staleClusters) == 1 }, "the stale_clusters gauge")
+	if _, err := f.kube.CoordinationV1().Leases(leaseNamespace).Update(t.Context(), leaseObj("member2", time.Now(), 30), metav1UpdateOptions); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(func() bool { return !f.m.idx.stale("member2", time.Now()) }, "member2 renewed")
+	f.waitFor(func() bool { return testutil.ToFloat64(staleClusters) == 0 }, "the stale_clusters gauge back to 0")
+}
+
+// This cluster's own slices come back imported when it is also a provision
+// cluster; they are not R: L already holds them.
+func TestOwnImportedSlicesAreNotRemote(t *testing.T) {
+	cfg := baseConfig()
+	cfg.answer = answerEndpoints
+	f := newFixture(t, cfg,
+		importObj("demo", "serve", nil, nil, withStrategy(string(strategyLocalFirst))),
+		localSlice("demo", "serve", "a", nil, notReadyLocal...),
+		importedSlice("demo", "serve", self, "a", nil, ep{ip: "10.1.0.99"}),
+		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...))
+	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{remoteIP}) {
+		t.Fatalf("want member2 only, got %v", got)
+	}
+}
+
+func TestWhichServicesAreNative(t *testing.T) {
+	tests := []struct {
+		name   string
+		option strategy
+		objs   []runtime.Object
+		native bool
+	}{
+		{"no import", strategyLocalFirst, []runtime.Object{serviceObj("demo", "serve", []string{vipLocal}, httpPort)}, false},
+		{"import without annotation", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil)}, false},
+		{"import under the strategy option", strategyRemoteAndLocal, []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil)}, true},
+		{"annotated import", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil, withStrategy("RemoteAndLocal"))}, true},
+		{"annotation that is no strategy", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil, withStrategy("Nearest"))}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.strategy = tc.option
+			f := newFixture(t, cfg, tc.objs...)
+			if got := !passedOn(f.query(serveName, dns.TypeA)); got != tc.native {
+				t.Fatalf("answered by mcs: %v, want %v", got, tc.native)
+			}
+		})
+	}
+}
+
+func TestAnnotationOverridesOption(t *testing.T) {
+	cfg := baseConfig()
+	cfg.strategy = strategyRemoteAndLocal
+	f := newFixture(t, cfg, scenario{string(strategyLocalFirst), false, true, true, readyLocal, readyRemote}.objects()...)
+	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{vipLocal}) {
+		t.Fatalf("LocalFirst from the annotation wants VIP_local, got %v", got)
+	}
+}
+
+// TestNativeRecords checks whole messages: record types, SRV and its
+// additional section, NODATA with SOA, the aa flag and TTLs.
+func TestNativeRecords(t *testing.T) {
+	cfg := baseConfig()
+	cfg.ttl = 30
+	f := newFixture(t, cfg,
+		namespaceObj("demo"),
+		importObj("demo", "serve", []string{vipSet, "fd00::9"}, []portSpec{httpPort, dnsPort}, withStrategy("RemoteAndLocal")),
+		importObj("demo", "v4only", []string{vipSet}, []portSpec{httpPort}, withStrategy("RemoteAndLocal")),
+		importObj("demo", "web", nil, []portSpec{httpPort}, withStrategy("LocalFirst"), headlessImport),
+		localSlice("demo", "web", "web-a", []portSpec{{"http", "TCP", 8080}}, ep{ip: "10.1.0.5", hostname: "web-0"}),
+		importedSlice("demo", "web", "member2", "web-b", []portSpec{{"http", "TCP", 8080}}, ep{ip: "10.2.0.5", hostname: "web-0"}, ep{ip: "10.2.0.6", hostname: "web-1"}),
+	)
+	soaRR := test.SOA("cluster.local. 30 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 30")
+	f.check([]test.Case{
+		{Qname: serveName, Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("serve.demo.svc.cluster.local. 30 IN A 10.96.9.9")}},
+		{Qname: serveName, Qtype: dns.TypeAAAA, Authoritative: true, Answer: []dns.RR{test.AAAA("serve.demo.svc.cluster.local. 30 IN AAAA fd00::9")}},
+		{Qname: "v4only.demo.svc.cluster.local.", Qtype: dns.TypeAAAA, Authoritative: true, Ns: []dns.RR{soaRR}},
+		{Qname: serveName, Qtype: dns.TypeTXT, Authoritative: true, Ns: []dns.RR{soaRR}},
+		{Qname: serveName, Qtype: dns.TypeSRV, Authoritative: true,
+			Answer: []dns.RR{
+				test.SRV("serve.demo.svc.cluster.local. 30 IN SRV 0 50 53 serve.demo.svc.cluster.local."),
+				test.SRV("serve.demo.svc.cluster.local. 30 IN SRV 0 50 80 serve.demo.svc.cluster.local."),
+			},
+			Extra: []dns.RR{
+				test.A("serve.demo.svc.cluster.local. 30 IN A 10.96.9.9"),
+				test.AAAA("serve.demo.svc.cluster.local. 30 IN AAAA fd00::9"),
+			}},
+		{Qname: "_dns._udp.serve.demo.svc.cluster.local.", Qtype: dns.TypeSRV, Authoritative: true,
+			Answer: []dns.RR{test.SRV("_dns._udp.serve.demo.svc.cluster.local. 30 IN SRV 0 100 53 serve.demo.svc.cluster.local.")},
+			Extra: []dns.RR{
+				test.A("serve.demo.svc.cluster.local. 30 IN A 10.96.9.9"),
+				test.AAAA("serve.demo.svc.cluster.local. 30 IN AAAA fd00::9"),
+			}},
+		{Qname: "_http._tcp.serve.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{soaRR}},
+		// Headless LocalFirst: the local web-0 wins, web-1 exists only remotely.
+		{Qname: "web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("web.demo.svc.cluster.local. 30 IN A 10.1.0.5")}},
+		{Qname: "web-0.web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("web-0.web.demo.svc.cluster.local. 30 IN A 10.1.0.5")}},
+		{Qname: "web-1.web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("web-1.web.demo.svc.cluster.local. 30 IN A 10.2.0.6")}},
+		{Qname: "web-1.web.demo.svc.cluster.local.", Qtype: dns.TypeAAAA, Authoritative: true, Ns: []dns.RR{soaRR}},
+		{Qname: "_http._tcp.web.demo.svc.cluster.local.", Qtype: dns.TypeSRV, Authoritative: true,
+			Answer: []dns.RR{test.SRV("_http._tcp.web.demo.svc.cluster.local. 30 IN SRV 0 100 8080 web-0.web.demo.svc.cluster.local.")},
+			Extra:  []dns.RR{test.A("web-0.web.demo.svc.cluster.local. 30 IN A 10.1.0.5")}},
+		{Qname: "web-1.web.demo.svc.cluster.local.", Qtype: dns.TypeSRV, Authoritative: true,
+			Answer: []dns.RR{test.SRV("web-1.web.demo.svc.cluster.local. 30 IN SRV 0 100 8080 web-1.web.demo.svc.cluster.local.")},
+			Extra:  []dns.RR{test.A("web-1.web.demo.svc.cluster.local. 30 IN A 10.2.0.6")}},
+	})
+	for _, name := range []string{
+		"_grpc._tcp.serve.demo.svc.cluster.local.", // no such port
+		"web-2.web.demo.svc.cluster.local.",        // no such endpoint
+		"other.demo.svc.cluster.local.",            // no such service
+		"demo.svc.cluster.local.",                  // not a service name
+		"1-2-3-4.demo.pod.cluster.local.",
+		"cluster.local.",
+		"a.b.c.serve.demo.svc.cluster.local.",
+	} {
+		if resp := f.query(name, dns.TypeSRV); !passedOn(resp) {
+			t.Errorf("%s: want passed on, got\n%s", name, resp)
+		}
+	}
+}
+
+func TestPerEndpointRemoteAndLocal(t *testing.T) {
+	f := newFixture(t, baseConfig(),
+		importObj("demo", "web", nil, nil, withStrategy("RemoteAndLocal"), headlessImport),
+		localSlice("demo", "web", "web-a", nil, ep{ip: "10.1.0.5", hostname: "web-0"}),
+		importedSlice("demo", "web", "member2", "web-b", nil, ep{ip: "10.2.0.5", hostname: "web-0"}))
+	if got := addresses(f.query("web-0.web.demo.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{"10.1.0.5", "10.2.0.5"}) {
+		t.Fatalf("want both web-0, got %v", got)
+	}
+	if got := addresses(f.query("10-2-0-5.web.demo.svc.cluster.local.", dns.TypeA)); got != nil {
+		t.Fatalf("an endpoint with a hostname is not named by its address, got %v", got)
+	}
+}
+
+func TestNativeKeepsQueryCase(t *testing.T) {
+	f := newFixture(t, baseConfig(), scenario{"RemoteAndLocal", false, true, true, readyLocal, nil}.objects()...)
+	resp := f.query("Serve.Demo.svc.Cluster.Local.", dns.TypeA)
+	if len(resp.Answer) != 1 || resp.Answer[0].Header().Name != "Serve.Demo.svc.Cluster.Local." {
+		t.Fatalf("want the owner spelled as asked, got\n%s", resp)
+	}
+}
+
+// TestPassedOnUntouched: a name mcs does not answer reaches the next plugin
+// with the request unchanged, so its answer is exactly what it would be alone.
+func TestPassedOnUntouched(t *testing.T) {
+	f := newFixture(t, baseConfig(), serviceObj("demo", "plain", []string{vipLocal}, httpPort))
+	r := new(dns.Msg)
+	r.SetQuestion("plain.demo.svc.cluster.local.", dns.TypeA)
+	r.SetEdns0(1232, true)
+	before, _ := r.Pack()
+	var seen *dns.Msg
+	f.m.Next = test.HandlerFunc(func(ctx context.Context, w dns.ResponseWriter, q *dns.Msg) (int, error) {
+		seen = q
+		return answerFromNext(ctx, w, q)
+	})
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	if _, err := f.m.ServeDNS(context.Background(), rec, r); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := seen.Pack()
+	if seen != r || !bytes.Equal(before, after) || !passedOn(rec.Msg) {
+		t.Fatal("the next plugin did not get the request untouched")
+	}
+}
+
+// TestAnswerFollowsChanges: LocalFirst fails over to the remote VIP within
+// one informer event of the local slice going not ready, and back.
+func TestAnswerFollowsChanges(t *testing.T) {
+	f := newFixture(t, baseConfig(), scenario{"LocalFirst", false, true, true, readyLocal, readyRemote}.objects()...)
+	answer := func() []string { return addresses(f.query(serveName, dns.TypeA)) }
+	if got := answer(); !slices.Equal(got, []string{vipLocal}) {
+		t.Fatalf("start: %v", got)
+	}
+	slices := f.kube.DiscoveryV1().EndpointSlices("demo")
+	update := func(eps ...ep) {
+		t.Helper()
+		s := localSlice("demo", "serve", "serve-abc", []portSpec{{"http", "TCP", 8080}}, eps...)
+		if _, err := slices.Update(t.Context(), s, metav1UpdateOptions); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(notReadyLocal...)
+	f.waitFor(func() bool { return equal(answer(), vipSet) }, "failover to VIP_set")
+	update(readyLocal...)
+	f.waitFor(func() bool { return equal(answer(), vipLocal) }, "back to VIP_local")
+	if err := f.mc.MulticlusterV1beta1().ServiceImports("demo").Delete(t.Context(), "serve", metav1DeleteOptions); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(func() bool { return passedOn(f.query(serveName, dns.TypeA)) }, "import deleted: passed on")
+}
+
+func equal(got []string, want ...string) bool { return slices.Equal(got, want) }
+
+func TestServfailBeforeSync(t *testing.T) {
+	f := newUnstartedFixture(t, baseConfig(), scenario{"LocalFirst", false, true, true, readyLocal, nil}.objects()...)
+	if f.m.Ready() {
+		t.Fatal("ready before start")
+	}
+	for _, name := range []string{serveName, "x.serve.demo.svc.cluster.local.", "serve.demo.svc.clusterset.local.", "demo.svc.clusterset.local."} {
+		if resp := f.query(name, dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
+			t.Errorf("%s: want SERVFAIL before sync, got\n%s", name, resp)
+		}
+	}
+	if resp := f.query("demo.svc.cluster.local.", dns.TypeA); !passedOn(resp) {
+		t.Errorf("a name that is no service goes on even before sync, got\n%s", resp)
+	}
+	if resp := f.query("dns-version.clusterset.local.", dns.TypeTXT); len(resp.Answer) != 1 {
+		t.Errorf("dns-version needs no state, got\n%s", resp)
+	}
+}

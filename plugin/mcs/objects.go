@@ -1,0 +1,225 @@
+package mcs
+
+import (
+	"net"
+	"strings"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// The informers store these small immutable structs instead of API objects:
+// they keep only what answers need, so 10k services × clusters × endpoints
+// fit in little memory, and the index points at them without copying.
+
+// objMeta is the identity every trimmed object keeps so that the informer's
+// store can key it (meta.Accessor accepts an ObjectMetaAccessor).
+type objMeta struct {
+	namespace, name, resourceVersion string
+}
+
+func (o *objMeta) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, ResourceVersion: o.resourceVersion}
+}
+
+func metaOf(m *metav1.ObjectMeta) objMeta {
+	return objMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}
+}
+
+// port is a service, import or slice port; name and protocol are lower-case
+// because SRV labels match case-insensitively.
+type port struct {
+	name, protocol string
+	port           int32
+}
+
+type service struct {
+	objMeta
+	headless bool
+	ips      []net.IP
+	ports    []port
+}
+
+type serviceImport struct {
+	objMeta
+	headless bool
+	ips      []net.IP
+	ports    []port
+	strategy strategy // from the annotation; "" when absent or not a strategy
+}
+
+type endpoint struct {
+	ip       net.IP
+	hostname string // the endpoint's hostname, else its address dashed
+}
+
+type endpointSlice struct {
+	objMeta
+	service   string // the (multi-cluster) service the slice belongs to
+	imported  bool
+	cluster   string // source cluster of an imported slice
+	ports     []port
+	endpoints []endpoint // ready ones only
+}
+
+type lease struct {
+	objMeta
+	cluster string
+	expiry  time.Time // zero: the Lease says nothing about its holder's liveness
+}
+
+type namespace struct{ objMeta }
+
+// trim is the informers' transform: it converts API objects to the structs
+// above. Anything else (already trimmed objects, tombstones) passes unchanged,
+// which keeps it idempotent as client-go requires.
+func trim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return toService(o), nil
+	case *discoveryv1.EndpointSlice:
+		return toSlice(o), nil
+	case *mcsv1b1.ServiceImport:
+		return toImport(&o.ObjectMeta, o.Spec.Type == mcsv1b1.Headless, o.Spec.IPs, betaPorts(o.Spec.Ports)), nil
+	case *mcsv1a1.ServiceImport:
+		return toImport(&o.ObjectMeta, o.Spec.Type == mcsv1a1.Headless, o.Spec.IPs, alphaPorts(o.Spec.Ports)), nil
+	case *coordv1.Lease:
+		return toLease(o), nil
+	case *corev1.Namespace:
+		return &namespace{objMeta: metaOf(&o.ObjectMeta)}, nil
+	}
+	return obj, nil
+}
+
+func toService(s *corev1.Service) *service {
+	ips := s.Spec.ClusterIPs
+	if len(ips) == 0 && s.Spec.ClusterIP != "" {
+		ips = []string{s.Spec.ClusterIP}
+	}
+	out := &service{objMeta: metaOf(&s.ObjectMeta), headless: s.Spec.ClusterIP == corev1.ClusterIPNone}
+	if !out.headless {
+		out.ips = parseIPs(ips)
+	}
+	for _, p := range s.Spec.Ports {
+		out.ports = append(out.ports, newPort(p.Name, string(p.Protocol), p.Port))
+	}
+	return out
+}
+
+func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports []port) *serviceImport {
+	s, _ := parseStrategyValue(m.Annotations[annotationStrategy])
+	return &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
+}
+
+func betaPorts(ps []mcsv1b1.ServicePort) []port {
+	out := make([]port, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, newPort(p.Name, string(p.Protocol), p.Port))
+	}
+	return out
+}
+
+func alphaPorts(ps []mcsv1a1.ServicePort) []port {
+	out := make([]port, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, newPort(p.Name, string(p.Protocol), p.Port))
+	}
+	return out
+}
+
+func newPort(name, protocol string, number int32) port {
+	if protocol == "" {
+		protocol = string(corev1.ProtocolTCP)
+	}
+	return port{name: strings.ToLower(name), protocol: strings.ToLower(protocol), port: number}
+}
+
+func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
+	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
+	if svc, ok := s.Labels[labelMCSService]; ok {
+		out.service, out.imported, out.cluster = svc, true, s.Labels[labelSourceCluster]
+	} else {
+		out.service = s.Labels[labelService]
+	}
+	for _, p := range s.Ports {
+		if p.Port == nil {
+			continue
+		}
+		name, protocol := "", ""
+		if p.Name != nil {
+			name = *p.Name
+		}
+		if p.Protocol != nil {
+			protocol = string(*p.Protocol)
+		}
+		out.ports = append(out.ports, newPort(name, protocol, *p.Port))
+	}
+	out.endpoints = readyEndpoints(s.Endpoints)
+	return out
+}
+
+func readyEndpoints(eps []discoveryv1.Endpoint) []endpoint {
+	var out []endpoint
+	for _, e := range eps {
+		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+			continue
+		}
+		for _, a := range e.Addresses {
+			ip := parseIP(a)
+			if ip == nil {
+				continue
+			}
+			host := dashed(a)
+			if e.Hostname != nil && *e.Hostname != "" {
+				host = strings.ToLower(*e.Hostname)
+			}
+			out = append(out, endpoint{ip: ip, hostname: host})
+		}
+	}
+	return out
+}
+
+// dashed is the hostname of an endpoint without one, as the kubernetes
+// plugin names it: 10.0.0.1 → 10-0-0-1, fd00::1 → fd00--1, fd00:: → fd00--0.
+func dashed(addr string) string {
+	h := strings.NewReplacer(".", "-", ":", "-").Replace(addr)
+	if strings.HasSuffix(h, "-") {
+		h += "0"
+	}
+	return strings.ToLower(h)
+}
+
+func toLease(l *coordv1.Lease) *lease {
+	out := &lease{objMeta: metaOf(&l.ObjectMeta)}
+	if c, ok := strings.CutPrefix(l.Name, leasePrefix); ok {
+		out.cluster = c
+	}
+	if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
+		out.expiry = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	}
+	return out
+}
+
+func parseIPs(ss []string) []net.IP {
+	var out []net.IP
+	for _, s := range ss {
+		if ip := parseIP(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// parseIP returns 4-byte IPv4 addresses so A records pack without conversion.
+func parseIP(s string) net.IP {
+	ip := net.ParseIP(s)
+	if v4 := ip.To4(); v4 != nil {
+		return v4
+	}
+	return ip
+}

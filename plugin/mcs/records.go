@@ -1,0 +1,158 @@
+package mcs
+
+import (
+	"net"
+
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/miekg/dns"
+)
+
+// family is the address query type an IP answers: A or AAAA.
+func family(ip net.IP) uint16 {
+	if len(ip) == net.IPv4len {
+		return dns.TypeA
+	}
+	return dns.TypeAAAA
+}
+
+func addrRR(name string, ip net.IP, ttl uint32) dns.RR {
+	hdr := dns.RR_Header{Name: name, Rrtype: family(ip), Class: dns.ClassINET, Ttl: ttl}
+	if hdr.Rrtype == dns.TypeA {
+		return &dns.A{Hdr: hdr, A: ip}
+	}
+	return &dns.AAAA{Hdr: hdr, AAAA: ip}
+}
+
+// vipRecords answers an A or AAAA query with the virtual IPs of that family.
+func vipRecords(name string, qtype uint16, ips []net.IP, ttl uint32) []dns.RR {
+	var rrs []dns.RR
+	for _, ip := range ips {
+		if family(ip) == qtype {
+			rrs = append(rrs, addrRR(name, ip, ttl))
+		}
+	}
+	return rrs
+}
+
+// endpointRecords answers an A or AAAA query with the endpoint addresses of
+// that family (only those named host, if set), each address once: an
+// endpoint may briefly sit in two slices while they are rebalanced.
+func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32) []dns.RR {
+	var rrs []dns.RR
+	var seen map[string]struct{}
+	if len(ss) > 1 {
+		seen = map[string]struct{}{}
+	}
+	for _, s := range ss {
+		for _, e := range s.endpoints {
+			if family(e.ip) != qtype || (host != "" && e.hostname != host) {
+				continue
+			}
+			if seen != nil {
+				if _, dup := seen[string(e.ip)]; dup {
+					continue
+				}
+				seen[string(e.ip)] = struct{}{}
+			}
+			rrs = append(rrs, addrRR(name, e.ip, ttl))
+		}
+	}
+	return rrs
+}
+
+// srvSet collects SRV records and their address glue, each once.
+type srvSet struct {
+	ttl    uint32
+	answer []dns.RR
+	extra  []dns.RR
+	seen   map[srvKey]struct{}
+}
+
+type srvKey struct {
+	target string
+	port   int32
+	ip     string
+}
+
+func newSRVSet(ttl uint32) *srvSet { return &srvSet{ttl: ttl, seen: map[srvKey]struct{}{}} }
+
+func (s *srvSet) add(owner, target string, p port, ips ...net.IP) {
+	if k := (srvKey{target: target, port: p.port}); !s.dup(k) {
+		s.answer = append(s.answer, &dns.SRV{
+			Hdr:    dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: s.ttl},
+			Port:   uint16(p.port), // #nosec G115 -- API validation keeps ports in 1..65535
+			Target: target,
+		})
+	}
+	for _, ip := range ips {
+		if k := (srvKey{target: target, ip: string(ip)}); !s.dup(k) {
+			s.extra = append(s.extra, addrRR(target, ip, s.ttl))
+		}
+	}
+}
+
+func (s *srvSet) dup(k srvKey) bool {
+	if _, ok := s.seen[k]; ok {
+		return true
+	}
+	s.seen[k] = struct{}{}
+	return false
+}
+
+// records returns the SRV answer with weights spread evenly, as the
+// kubernetes plugin does: 100 split over the records, at least 1 each.
+func (s *srvSet) records() (answer, extra []dns.RR) {
+	w := uint16(max(1, 100/max(1, len(s.answer))))
+	for _, rr := range s.answer {
+		rr.(*dns.SRV).Weight = w
+	}
+	return s.answer, s.extra
+}
+
+// vipSRV adds one SRV per port matching name/protocol, targeting target.
+func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, protocol string) {
+	for _, p := range ports {
+		if p.matches(name, protocol) && p.port > 0 {
+			s.add(owner, target, p, ips...)
+		}
+	}
+}
+
+// endpointSRV adds one SRV per endpoint and matching slice port; targetOf
+// names each endpoint's target.
+func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
+	for _, sl := range ss {
+		for _, e := range sl.endpoints {
+			if host != "" && e.hostname != host {
+				continue
+			}
+			for _, p := range sl.ports {
+				if p.matches(name, protocol) && p.port > 0 {
+					s.add(owner, targetOf(sl, e), p, e.ip)
+				}
+			}
+		}
+	}
+}
+
+// soa is the zone's SOA, shaped as the kubernetes plugin shapes its own.
+func soa(zone string, ttl, serial uint32) dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: min(ttl, 300)},
+		Ns:      dnsutil.Join("ns.dns", zone),
+		Mbox:    dnsutil.Join("hostmaster", zone),
+		Serial:  serial,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  ttl,
+	}
+}
+
+func nsRR(zone string, ttl uint32) dns.RR {
+	return &dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: ttl}, Ns: dnsutil.Join("ns.dns", zone)}
+}
+
+func txtRR(name string, ttl uint32, text string) dns.RR {
+	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: []string{text}}
+}

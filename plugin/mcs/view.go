@@ -1,0 +1,139 @@
+package mcs
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// view is the immutable snapshot of one service that queries read. Slice
+// lists hold only slices with at least one ready endpoint, sorted so answers
+// come out in a stable order.
+type view struct {
+	key      svcKey
+	svc      *service       // nil: no Service of that name in this cluster
+	imp      *serviceImport // nil: not imported
+	strategy strategy       // "": native names are not multi-cluster for this service
+
+	local    []*endpointSlice // L: this cluster's own slices
+	remote   []*endpointSlice // R: imported slices of other clusters
+	imported []*endpointSlice // every imported slice, this cluster's included (clusterset answers)
+	union    []*endpointSlice // L ∪ R
+}
+
+func newView(k svcKey, e *entry, self string, fallback strategy) *view {
+	v := &view{key: k, svc: e.svc, imp: e.imp}
+	if e.imp != nil {
+		v.strategy = cmp.Or(e.imp.strategy, fallback)
+	}
+	for _, s := range e.slices {
+		switch {
+		case len(s.endpoints) == 0:
+		case !s.imported:
+			v.local = append(v.local, s)
+		default:
+			v.imported = append(v.imported, s)
+			if s.cluster != self {
+				v.remote = append(v.remote, s)
+			}
+		}
+	}
+	slices.SortFunc(v.local, bySliceName)
+	slices.SortFunc(v.imported, byClusterThenName)
+	slices.SortFunc(v.remote, byClusterThenName)
+	v.union = append(append([]*endpointSlice{}, v.local...), v.remote...)
+	return v
+}
+
+func bySliceName(a, b *endpointSlice) int { return cmp.Compare(a.name, b.name) }
+
+func byClusterThenName(a, b *endpointSlice) int {
+	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))
+}
+
+// native reports whether this service's cluster.local names are answered by mcs.
+func (v *view) native() bool { return v != nil && v.strategy != "" }
+
+// headless follows the import's type: it is what the MultiClusterService
+// propagated; a consumption-only cluster has no Service to look at.
+func (v *view) headless() bool { return v.imp != nil && v.imp.headless }
+
+// sets are the endpoint candidates of one query: L, and R split into fresh
+// and stale source clusters (expired Lease), restricted to host if set.
+type sets struct {
+	local, fresh, stale, union []*endpointSlice
+}
+
+// sets splits the view for one query. The common case (all names, no stale
+// cluster) reuses the view's lists and allocates nothing.
+func (v *view) sets(x *index, host string, now time.Time) sets {
+	if host == "" && !v.anyStale(x, v.remote, now) {
+		return sets{local: v.local, fresh: v.remote, union: v.union}
+	}
+	var s sets
+	s.local = withHost(v.local, host)
+	for _, sl := range withHost(v.remote, host) {
+		if x.stale(sl.cluster, now) {
+			s.stale = append(s.stale, sl)
+		} else {
+			s.fresh = append(s.fresh, sl)
+		}
+	}
+	s.union = append(append([]*endpointSlice{}, s.local...), s.fresh...)
+	return s
+}
+
+// importedSets is sets for clusterset answers: every imported slice, this
+// cluster's own included, with stale clusters split out.
+func (v *view) importedSets(x *index, now time.Time) (fresh, stale []*endpointSlice) {
+	if !v.anyStale(x, v.imported, now) {
+		return v.imported, nil
+	}
+	for _, sl := range v.imported {
+		if x.stale(sl.cluster, now) {
+			stale = append(stale, sl)
+		} else {
+			fresh = append(fresh, sl)
+		}
+	}
+	return fresh, stale
+}
+
+func (v *view) anyStale(x *index, ss []*endpointSlice, now time.Time) bool {
+	for _, s := range ss {
+		if x.stale(s.cluster, now) {
+			return true
+		}
+	}
+	return false
+}
+
+func withHost(ss []*endpointSlice, host string) []*endpointSlice {
+	if host == "" {
+		return ss
+	}
+	var out []*endpointSlice
+	for _, s := range ss {
+		if s.hasHost(host) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (s *endpointSlice) hasHost(host string) bool {
+	for _, e := range s.endpoints {
+		if e.hostname == host {
+			return true
+		}
+	}
+	return false
+}
+
+// firstNonEmpty is the stale rule: stale clusters are used only when nothing else is left.
+func firstNonEmpty(a, b []*endpointSlice) []*endpointSlice {
+	if len(a) > 0 {
+		return a
+	}
+	return b
+}
