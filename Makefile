@@ -1,0 +1,58 @@
+# coredns-mcs: `make demo` and `make test` are the two entry points (see README.md).
+SHELL := /bin/bash
+GO ?= go
+# Short fuzz runs in `make test`; longer ones by hand: make fuzz FUZZTIME=10m
+FUZZTIME ?= 15s
+
+.PHONY: all build test test-unit test-fuzz test-lab demo
+
+all: build
+
+build:
+	$(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
+
+# Unit tests first (no lab), then a short fuzz run of every fuzz target, then
+# everything that needs the lab, one package at a time so they share one lab.
+test: test-unit test-fuzz test-lab
+
+test-unit:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+test-fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$fz ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+test-lab: build lab-bins
+	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
+
+# Until the demo scenario lands, `make demo` builds and starts the lab and says
+# what is running.
+demo: build lab-up
+	@echo
+	@echo "The lab is up: clusters hub, member1, member2, member3."
+	@echo "  kubectl --kubeconfig _output/lab/kubeconfig --context member1 get nodes"
+	@echo "  bin/coredns-mcs -plugins   # lists mcs, ordered before kubernetes"
+	@echo "Stop it with: make lab-down"
+
+# The local lab (test/lab): four clusters of local processes on loopback.
+# lab-bins builds etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kwok and labctl into _output/bin, once per test/lab/go.mod.
+.PHONY: lab-bins lab-up lab-down lab-status
+
+lab-bins:
+	bash test/lab/build.sh
+
+lab-up: lab-bins
+	_output/bin/labctl up
+
+# Needs no build: with no labctl there is no lab to stop.
+lab-down:
+	@if [ -x _output/bin/labctl ]; then _output/bin/labctl down; else echo "no lab: _output/bin/labctl is not built"; fi
+
+lab-status:
+	_output/bin/labctl status

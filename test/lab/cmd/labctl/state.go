@@ -1,0 +1,265 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// componentState is what the pid files say about one component.
+type componentState struct {
+	cluster  cluster
+	comp     *component
+	rec      pidRecord
+	recorded bool
+	alive    bool
+	log      string
+}
+
+// inspect reads the pid file of every component of every cluster.
+func (l *lab) inspect() ([]componentState, error) {
+	var states []componentState
+	for _, c := range clusters {
+		for _, comp := range components {
+			rec, found, err := loadPIDRecord(l.pidPath(c, comp))
+			if err != nil {
+				return nil, err
+			}
+			states = append(states, componentState{
+				cluster: c, comp: comp, rec: rec, recorded: found, alive: found && rec.alive(),
+				log: l.logPath(c, comp),
+			})
+		}
+	}
+	return states, nil
+}
+
+type labState int
+
+const (
+	labStopped labState = iota
+	labRunning
+	labPartial
+)
+
+func summarize(states []componentState) labState {
+	alive := 0
+	for _, s := range states {
+		if s.alive {
+			alive++
+		}
+	}
+	switch alive {
+	case 0:
+		return labStopped
+	case len(states):
+		return labRunning
+	default:
+		return labPartial
+	}
+}
+
+// halfDeadErr names each dead component of a lab that is partly alive.
+func halfDeadErr(states []componentState) error {
+	var dead []string
+	for _, s := range states {
+		if !s.alive {
+			dead = append(dead, fmt.Sprintf("%s %s is dead; see %s", s.cluster.name, s.comp.name, s.log))
+		}
+	}
+	return fmt.Errorf("the lab is half dead:\n  %s\nrun labctl down (make lab-down), then up again",
+		strings.Join(dead, "\n  "))
+}
+
+func printStates(w io.Writer, states []componentState) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tCOMPONENT\tSTATE\tPID\tLOG")
+	for _, s := range states {
+		state, pid := "dead", "-"
+		if s.alive {
+			state = "alive"
+		}
+		if s.recorded {
+			pid = fmt.Sprint(s.rec.pid)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.cluster.name, s.comp.name, state, pid, s.log)
+	}
+	tw.Flush()
+}
+
+// status prints every component's state and fails unless all are alive.
+func (l *lab) status(w io.Writer) error {
+	states, err := l.inspect()
+	if err != nil {
+		return err
+	}
+	switch summarize(states) {
+	case labStopped:
+		return errors.New("the lab is not running")
+	case labPartial:
+		printStates(w, states)
+		return halfDeadErr(states)
+	}
+	printStates(w, states)
+	l.printAccess()
+	return nil
+}
+
+func (l *lab) down() error {
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := l.stopAll(); err != nil {
+		return err
+	}
+	fmt.Println("lab stopped")
+	return nil
+}
+
+// stopAll stops every recorded process group and checks that the lab's
+// ports are free afterwards. Components stop in reverse start order: an
+// apiserver whose etcd is gone takes long to shut down.
+func (l *lab) stopAll() error {
+	states, err := l.inspect()
+	if err != nil {
+		return err
+	}
+	for _, comp := range slices.Backward(components) {
+		var live []componentState
+		for _, s := range states {
+			if s.comp == comp && s.alive {
+				live = append(live, s)
+			}
+		}
+		if err := stop(live); err != nil {
+			return err
+		}
+	}
+	for _, s := range states {
+		if err := os.Remove(l.pidPath(s.cluster, s.comp)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	// A process whose main thread has exited may still be closing its
+	// sockets in its other threads for a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		busy := busyPorts()
+		if len(busy) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the lab's processes are gone but ports are still in use (see ss -ltnp):\n  %s",
+				strings.Join(busy, "\n  "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop stops the process groups of states, politely first.
+func stop(states []componentState) error {
+	if stopGroups(states, syscall.SIGTERM, 10*time.Second) || stopGroups(states, syscall.SIGKILL, 5*time.Second) {
+		return nil
+	}
+	var names []string
+	for _, s := range states {
+		if s.rec.alive() {
+			names = append(names, fmt.Sprintf("%s %s (pid %d)", s.cluster.name, s.comp.name, s.rec.pid))
+		}
+	}
+	return fmt.Errorf("still running after SIGKILL: %s", strings.Join(names, ", "))
+}
+
+// stopGroups sends sig to every group and reports whether all are gone
+// within timeout.
+func stopGroups(states []componentState, sig syscall.Signal, timeout time.Duration) bool {
+	for _, s := range states {
+		if err := s.rec.signal(sig); err != nil {
+			fmt.Fprintf(os.Stderr, "signalling %s %s (pid %d): %v\n", s.cluster.name, s.comp.name, s.rec.pid, err)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		running := false
+		for _, s := range states {
+			running = running || s.rec.alive()
+		}
+		if !running {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// busyPorts lists the lab's addresses that something else listens on.
+func busyPorts() []string {
+	var busy []string
+	for _, c := range clusters {
+		for _, comp := range components {
+			for _, port := range comp.ports {
+				ln, err := net.Listen("tcp", c.addr(port))
+				if err != nil {
+					busy = append(busy, fmt.Sprintf("%s (%s %s): %v", c.addr(port), c.name, comp.name, err))
+					continue
+				}
+				ln.Close()
+			}
+		}
+	}
+	return busy
+}
+
+// lock keeps two labctl commands from starting or stopping the lab at
+// once; the second waits for the first.
+func (l *lab) lock() (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(lockTimeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another labctl is starting or stopping the lab (lock %s held): %w", l.lockPath(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watch stops the lab once r reaches end of file. labtest hands it a pipe
+// whose write end only the test binary holds: the kernel closes it however
+// the test binary ends, so the lab it started never outlives it. While it
+// watches it holds a lock, which tells labtest in the next test binary to
+// wait until this lab is gone.
+func (l *lab) watch(r io.Reader) error {
+	f, err := os.OpenFile(l.watchLockPath(), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", l.watchLockPath(), err)
+	}
+	_, _ = io.Copy(io.Discard, r)
+	return l.down()
+}
