@@ -4,7 +4,7 @@ GO ?= go
 # Short fuzz runs in `make test`; longer ones by hand: make fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
-.PHONY: all build test test-unit test-fuzz test-lab demo
+.PHONY: all build test test-unit test-fuzz test-lab demo bench
 
 all: build
 
@@ -17,6 +17,8 @@ test: test-unit test-fuzz test-lab
 
 test-unit:
 	$(GO) vet ./...
+	$(GO) vet -tags lab ./...
+	cd test/lab && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
 test-fuzz:
@@ -30,11 +32,18 @@ test-fuzz:
 test-lab: build lab-bins
 	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
 
+# SPEC §7 benchmarks side by side on the lab's member3, printing a table of
+# ratios (also in _output/bench/results.md); see test/bench/README.md.
+# A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s'
+bench: build lab-up
+	$(GO) run ./test/bench $(BENCH_FLAGS)
+
 # Until the demo scenario lands, `make demo` builds and starts the lab and says
 # what is running.
 demo: build lab-up
 	@echo
 	@echo "The lab is up: clusters hub, member1, member2, member3."
+	@echo "  make lab-status"
 	@echo "  kubectl --kubeconfig _output/lab/kubeconfig --context member1 get nodes"
 	@echo "  bin/coredns-mcs -plugins   # lists mcs, ordered before kubernetes"
 	@echo "Stop it with: make lab-down"

@@ -1,0 +1,367 @@
+//go:build lab
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+)
+
+// block is one server block of a generated Corefile, on a port of its own.
+// Every block has the kubernetes plugin for cluster.local; mcs blocks put
+// mcs cluster.local clusterset.local above it.
+type block struct {
+	mcs     bool
+	options []string // more lines of the mcs stanza
+	ttl     uint32   // mcs's TTL; written as the ttl option unless it is the default 5
+}
+
+// config is what one coredns-mcs process runs.
+type config struct {
+	blocks []block
+	// kubeconfig is the file mcs connects with (context member1); "" is the
+	// lab's. The kubernetes plugin always uses the lab's.
+	kubeconfig string
+}
+
+// The blocks of the process most tests run.
+var (
+	vipBlock        = block{mcs: true, ttl: 5}
+	endpointsBlock  = block{mcs: true, options: []string{"answer endpoints"}, ttl: 600}
+	localFirstBlock = block{mcs: true, options: []string{"strategy LocalFirst"}, ttl: 30}
+	// kubernetesBlock has no mcs: stock CoreDNS, for comparisons.
+	kubernetesBlock = block{ttl: 5}
+)
+
+// servers are the blocks of the usual process, by job.
+type servers struct {
+	proc *coredns
+	// vip is mcs with its defaults; endpoints answers endpoints with ttl 600;
+	// localFirst applies LocalFirst to every import with ttl 30;
+	// kubernetes has no mcs.
+	vip, endpoints, localFirst, kubernetes *server
+}
+
+// startServers runs the usual process and waits until it is ready.
+func startServers(t *testing.T) *servers {
+	t.Helper()
+	p := startCoreDNS(t, config{blocks: []block{vipBlock, endpointsBlock, localFirstBlock, kubernetesBlock}})
+	p.waitReady(t, 20*time.Second)
+	return &servers{proc: p, vip: p.servers[0], endpoints: p.servers[1], localFirst: p.servers[2], kubernetes: p.servers[3]}
+}
+
+// coredns is a running bin/coredns-mcs.
+type coredns struct {
+	cmd        *exec.Cmd
+	out        *logBuffer
+	exited     chan struct{}
+	corefile   string
+	readyURL   string
+	metricsURL string
+	servers    []*server // one per block, in order
+}
+
+var errPortTaken = errors.New("a port picked for coredns was taken meanwhile")
+
+// startCoreDNS starts bin/coredns-mcs with a Corefile generated from cfg on
+// free loopback ports and waits until it serves DNS (start-up waits up to 5
+// s for mcs's informers). It is stopped when the test ends; its output is
+// logged when the test failed, and a panic in it fails the test.
+func startCoreDNS(t *testing.T, cfg config) *coredns {
+	t.Helper()
+	bin := binary(t)
+	for attempt := 1; ; attempt++ {
+		p, err := tryStart(t, bin, cfg)
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
+	ports, err := freePorts(len(cfg.blocks) + 2)
+	if err != nil {
+		return nil, err
+	}
+	p := &coredns{
+		out:        &logBuffer{},
+		exited:     make(chan struct{}),
+		corefile:   filepath.Join(t.TempDir(), "Corefile"),
+		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/ready", ports[0]),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
+	}
+	for i, b := range cfg.blocks {
+		p.servers = append(p.servers, &server{addr: fmt.Sprintf("127.0.0.1:%d", ports[i+2]), ttl: b.ttl})
+	}
+	text := cfg.render(labtest.Get(t).Kubeconfig(), ports)
+	if err := os.WriteFile(p.corefile, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, "-conf", p.corefile)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() { p.cmd.Wait(); close(p.exited) }()
+	if err := p.waitFor(20*time.Second, p.serving); err != nil {
+		if strings.Contains(p.out.String(), "address already in use") {
+			err = fmt.Errorf("%w: %v", errPortTaken, err)
+		}
+		p.stop()
+		return nil, fmt.Errorf("%v\nCorefile:\n%s\noutput:\n%s", err, text, p.out)
+	}
+	t.Cleanup(func() { p.cleanUp(t) })
+	return p, nil
+}
+
+// render writes the Corefile: ports[0] is ready's, ports[1] prometheus's,
+// then one per block.
+func (cfg config) render(labKubeconfig string, ports []int) string {
+	mcsKubeconfig := cfg.kubeconfig
+	if mcsKubeconfig == "" {
+		mcsKubeconfig = labKubeconfig
+	}
+	var b strings.Builder
+	for i, blk := range cfg.blocks {
+		port := ports[i+2]
+		keys := fmt.Sprintf("cluster.local:%d", port)
+		if blk.mcs {
+			keys += fmt.Sprintf(" clusterset.local:%d", port)
+		}
+		fmt.Fprintf(&b, "%s {\n    bind 127.0.0.1\n    errors\n", keys)
+		fmt.Fprintf(&b, "    ready 127.0.0.1:%d\n    prometheus 127.0.0.1:%d\n", ports[0], ports[1])
+		if blk.mcs {
+			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s member1\n        cluster %s\n", mcsKubeconfig, self)
+			for _, o := range blk.options {
+				fmt.Fprintf(&b, "        %s\n", o)
+			}
+			if blk.ttl != 5 {
+				fmt.Fprintf(&b, "        ttl %d\n", blk.ttl)
+			}
+			b.WriteString("    }\n")
+		}
+		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s member1\n    }\n}\n", labKubeconfig)
+	}
+	return b.String()
+}
+
+// serving is nil once the first block answers a DNS query, whatever its
+// rcode.
+func (p *coredns) serving(ctx context.Context) error {
+	_, err := p.servers[0].ask(ctx, "dns-version.clusterset.local.", 16, "udp")
+	return err
+}
+
+// waitReady waits until /ready says 200.
+func (p *coredns) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	if err := p.waitFor(timeout, p.ready); err != nil {
+		t.Fatalf("coredns is not ready: %v", err)
+	}
+}
+
+// ready is nil when /ready answers 200, else says what it answered.
+func (p *coredns) ready(ctx context.Context) error {
+	code, body, err := httpGet(ctx, p.readyURL)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("/ready: %d %s", code, strings.TrimSpace(body))
+	}
+	return nil
+}
+
+// waitFor polls check until it returns nil, the process exits, or timeout.
+func (p *coredns) waitFor(timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("coredns exited (%v); last check: %v", p.cmd.ProcessState, err)
+		case <-ctx.Done():
+			return fmt.Errorf("not within %s: %v", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// alive fails the test when the process has exited.
+func (p *coredns) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.exited:
+		t.Fatalf("coredns exited: %v", p.cmd.ProcessState)
+	default:
+	}
+}
+
+// stop ends the process, gracefully if it lets itself.
+func (p *coredns) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func (p *coredns) cleanUp(t *testing.T) {
+	p.stop()
+	out := p.out.String()
+	if strings.Contains(out, "panic:") {
+		t.Errorf("coredns panicked")
+	}
+	if t.Failed() {
+		corefile, _ := os.ReadFile(p.corefile)
+		t.Logf("coredns Corefile:\n%s\ncoredns output:\n%s", corefile, out)
+	}
+}
+
+// binary is bin/coredns-mcs, which must be built from the current sources.
+func binary(t *testing.T) string {
+	t.Helper()
+	root := moduleRoot(t)
+	bin := filepath.Join(root, "bin", "coredns-mcs")
+	info, err := os.Stat(bin)
+	if err != nil {
+		t.Fatalf("%v: run make build first", err)
+	}
+	for _, dir := range []string{"plugin/mcs", "cmd/coredns-mcs"} {
+		if newer := newerSource(filepath.Join(root, dir), info.ModTime()); newer != "" {
+			t.Fatalf("%s is older than %s: run make build", bin, newer)
+		}
+	}
+	return bin
+}
+
+// newerSource names a non-test Go file of dir changed after t, if any.
+func newerSource(dir string, t time.Time) string {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().After(t) {
+			return filepath.Join(dir, name)
+		}
+	}
+	return ""
+}
+
+// moduleRoot walks up from the package directory to go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// freePorts finds n ports free for both TCP and UDP on 127.0.0.1. They are
+// released before coredns binds them; startCoreDNS retries when one was
+// taken meanwhile.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var held []func() error
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	for len(ports) < n {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, tl.Close)
+		port := tl.Addr().(*net.TCPAddr).Port
+		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // UDP side taken: try another
+		}
+		held = append(held, ul.Close)
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// httpGet gets url with a timeout of its own; like ask, it ignores ctx's end.
+func httpGet(ctx context.Context, url string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	_, err = body.ReadFrom(resp.Body)
+	return resp.StatusCode, body.String(), err
+}
+
+// logBuffer collects a process's output; the process writes while tests read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

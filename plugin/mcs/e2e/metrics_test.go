@@ -1,0 +1,181 @@
+//go:build lab
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+)
+
+// metrics are the samples of a /metrics page by series (see series).
+type metrics map[string]float64
+
+// series names a sample: the metric and its labels as name=value pairs
+// sorted, e.g. series("up", "job", "x") is `up{job="x"}`.
+func series(name string, labelPairs ...string) string {
+	var labels []string
+	for i := 0; i+1 < len(labelPairs); i += 2 {
+		labels = append(labels, fmt.Sprintf("%s=%q", labelPairs[i], labelPairs[i+1]))
+	}
+	if len(labels) == 0 {
+		return name
+	}
+	slices.Sort(labels)
+	return name + "{" + strings.Join(labels, ",") + "}"
+}
+
+// scrape reads the process's /metrics.
+func (p *coredns) scrape(t *testing.T) metrics {
+	t.Helper()
+	m, err := p.metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (p *coredns) metrics(ctx context.Context) (metrics, error) {
+	code, body, err := httpGet(ctx, p.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("/metrics: %d", code)
+	}
+	return parseMetrics(body)
+}
+
+// parseMetrics reads the Prometheus text format, whose label values here
+// hold no commas or escaped quotes.
+func parseMetrics(text string) (metrics, error) {
+	out := metrics{}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return nil, fmt.Errorf("bad sample %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad sample %q: %v", line, err)
+		}
+		name, labels, _ := strings.Cut(line[:i], "{")
+		var pairs []string
+		if labels = strings.TrimSuffix(labels, "}"); labels != "" {
+			for l := range strings.SplitSeq(labels, ",") {
+				k, v, _ := strings.Cut(l, "=")
+				pairs = append(pairs, k, strings.Trim(v, `"`))
+			}
+		}
+		out[series(name, pairs...)] = v
+	}
+	return out, nil
+}
+
+// expectMetric waits until the sample of s is want.
+func (p *coredns) expectMetric(t *testing.T, s string, want float64) {
+	t.Helper()
+	labtest.Eventually(t, answerTimeout, func(ctx context.Context) error {
+		m, err := p.metrics(ctx)
+		if err != nil {
+			return err
+		}
+		if got, ok := m[s]; !ok || got != want {
+			return fmt.Errorf("%s = %v (present: %t), want %v", s, got, ok, want)
+		}
+		return nil
+	})
+}
+
+// requests is the series of coredns_mcs_requests_total.
+func requests(zone, strategy, outcome string) string {
+	return series("coredns_mcs_requests_total", "zone", zone, "strategy", strategy, "outcome", outcome)
+}
+
+// mcsCounters are the metrics that count mcs's answers.
+var mcsCounters = []string{"coredns_mcs_requests_total", "coredns_mcs_local_fallbacks_total"}
+
+// deltas are the samples of metrics names that differ between before and
+// after, by how much.
+func deltas(before, after metrics, names []string) map[string]float64 {
+	out := map[string]float64{}
+	for s, v := range after {
+		name, _, _ := strings.Cut(s, "{")
+		if slices.Contains(names, name) && v != before[s] {
+			out[s] = v - before[s]
+		}
+	}
+	return out
+}
+
+// TestMetrics: the prometheus plugin exports mcs's metrics: informers
+// synced, and one request counted per answer by zone, strategy and outcome,
+// with LocalFirst fallbacks counted apart.
+func TestMetrics(t *testing.T) {
+	srv := startServers(t)
+	for _, r := range []string{"services", "endpointslices", "namespaces", "leases", "serviceimports"} {
+		srv.proc.expectMetric(t, series("coredns_mcs_informers_synced", "resource", r), 1)
+	}
+	f := newFixture(t)
+	f.apply(
+		f.service("lf", false),
+		f.serviceImport("lf", importSpec{strategy: localFirst, ips: []string{setVIP}}),
+		f.ownSlice("lf", ep("10.10.9.1")),
+		f.importedSlice("lf", member2, ep("10.12.9.1")),
+		f.serviceImport("ral", importSpec{strategy: remoteAndLocal, ips: []string{setVIP}}),
+		f.importedSlice("ral", member2, ep("10.12.9.2")),
+		f.service("plain", false),
+	)
+	s := srv.vip
+	lf, ral, ralSet, missing := f.native("lf"), f.native("ral"), f.clusterset("ral"), f.clusterset("missing")
+	for _, c := range []struct {
+		name    string
+		change  func() // nil: none
+		qname   string
+		want    reply
+		counted []string // series that one query adds 1 to; no other counter of mcs changes
+	}{
+		{"LocalFirst local", nil, lf, answer(s.addrs(lf, f.clusterIP("lf"))),
+			[]string{requests("cluster.local.", localFirst, "local")}},
+		{"LocalFirst fallback", func() { f.apply(f.ownSlice("lf", ep("10.10.9.1").unready())) }, lf, answer(s.addrs(lf, setVIP)),
+			[]string{requests("cluster.local.", localFirst, "remote"), series("coredns_mcs_local_fallbacks_total")}},
+		{"RemoteAndLocal", nil, ral, answer(s.addrs(ral, setVIP)),
+			[]string{requests("cluster.local.", remoteAndLocal, "combined")}},
+		{"clusterset", nil, ralSet, answer(s.addrs(ralSet, setVIP)),
+			[]string{requests("clusterset.local.", "none", "combined")}},
+		{"clusterset NXDOMAIN", nil, missing, s.nxdomain("clusterset.local."),
+			[]string{requests("clusterset.local.", "none", "nxdomain")}},
+		{"not multi-cluster: not counted", nil, f.native("plain"), answer(s.addrs(f.native("plain"), f.clusterIP("plain"))), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.change != nil {
+				c.change()
+			}
+			s.expect(t, c.qname, dns.TypeA, c.want)
+			before := srv.proc.scrape(t)
+			if _, err := s.ask(t.Context(), c.qname, dns.TypeA, "udp"); err != nil {
+				t.Fatal(err)
+			}
+			got := deltas(before, srv.proc.scrape(t), mcsCounters)
+			want := map[string]float64{}
+			for _, s := range c.counted {
+				want[s] = 1
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("one query of %s changed %v, want %v", c.qname, got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+//go:build lab
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestStaleSourceCluster: a source cluster whose Lease has expired is left
+// out while another cluster has ready endpoints, and used when none has;
+// its endpoints come back when the Lease is renewed.
+func TestStaleSourceCluster(t *testing.T) {
+	srv := startServers(t)
+	s := srv.vip
+	for _, strategy := range []string{localFirst, remoteAndLocal} {
+		t.Run(strategy, func(t *testing.T) {
+			f := newFixture(t)
+			fresh, stale := ep("10.12.4.1").named("db-0"), ep("10.14.4.1").named("db-0")
+			f.apply(
+				f.serviceImport("db", importSpec{headless: true, strategy: strategy}),
+				f.importedSlice("db", member2, fresh),
+				f.importedSlice("db", member3, stale),
+			)
+			native, clusterset := f.native("db"), f.clusterset("db")
+			s.expect(t, native, dns.TypeA, answer(s.addrs(native, fresh.ip, stale.ip)))
+			staleGauge := srv.proc.scrape(t)[series("coredns_mcs_stale_clusters")]
+
+			f.lease(member3, time.Now().Add(-time.Hour), 10)
+			f.lease(member2, time.Now(), 3600)
+			s.expect(t, native, dns.TypeA, answer(s.addrs(native, fresh.ip)))
+			s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, fresh.ip)))
+			staleName := f.clusterset("db-0", member3, "db")
+			s.expect(t, staleName, dns.TypeA, answer(s.addrs(staleName, stale.ip)))
+			srv.proc.expectMetric(t, series("coredns_mcs_stale_clusters"), staleGauge+1)
+
+			f.apply(f.importedSlice("db", member2, fresh.unready()))
+			s.expect(t, native, dns.TypeA, answer(s.addrs(native, stale.ip)))
+			s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, stale.ip)))
+
+			f.apply(f.importedSlice("db", member2, fresh))
+			f.lease(member3, time.Now(), 3600)
+			s.expect(t, native, dns.TypeA, answer(s.addrs(native, fresh.ip, stale.ip)))
+			srv.proc.expectMetric(t, series("coredns_mcs_stale_clusters"), staleGauge)
+		})
+	}
+}
