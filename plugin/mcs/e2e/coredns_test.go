@@ -37,6 +37,10 @@ type config struct {
 	// kubeconfig is the file mcs connects with (context member1); "" is the
 	// lab's. The kubernetes plugin always uses the lab's.
 	kubeconfig string
+	// file is a Corefile of corefile/ run as it is, its ports, cluster and
+	// kubeconfig given by its $MCS_* variables; blocks then describes its
+	// one server block, and kubeconfig is unused.
+	file string
 }
 
 // The blocks of the process most tests run.
@@ -111,11 +115,12 @@ func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
 	for i, b := range cfg.blocks {
 		p.servers = append(p.servers, &server{addr: fmt.Sprintf("127.0.0.1:%d", ports[i+2]), ttl: b.ttl})
 	}
-	text := cfg.render(labtest.Get(t).Kubeconfig(), ports)
-	if err := os.WriteFile(p.corefile, []byte(text), 0o644); err != nil {
+	text, env, err := cfg.write(p.corefile, labtest.Get(t).Kubeconfig(), ports)
+	if err != nil {
 		return nil, err
 	}
 	p.cmd = exec.Command(bin, "-conf", p.corefile)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
@@ -132,7 +137,26 @@ func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
 	return p, nil
 }
 
-// render writes the Corefile: ports[0] is ready's, ports[1] prometheus's,
+// write puts the Corefile at path and returns its text and the environment
+// it needs: a generated one, or cfg.file with its variables set.
+func (cfg config) write(path, labKubeconfig string, ports []int) (string, []string, error) {
+	if cfg.file == "" {
+		text := cfg.render(labKubeconfig, ports)
+		return text, nil, os.WriteFile(path, []byte(text), 0o644)
+	}
+	b, err := os.ReadFile(cfg.file)
+	if err != nil {
+		return "", nil, err
+	}
+	env := []string{
+		"MCS_KUBECONFIG=" + labKubeconfig, "MCS_CONTEXT=" + labtest.Member1, "MCS_CLUSTER=" + self,
+		fmt.Sprintf("MCS_READY_PORT=%d", ports[0]), fmt.Sprintf("MCS_METRICS_PORT=%d", ports[1]),
+		fmt.Sprintf("MCS_DNS_PORT=%d", ports[2]),
+	}
+	return string(b), env, os.WriteFile(path, b, 0o644)
+}
+
+// render generates the Corefile: ports[0] is ready's, ports[1] prometheus's,
 // then one per block.
 func (cfg config) render(labKubeconfig string, ports []int) string {
 	mcsKubeconfig := cfg.kubeconfig

@@ -1,0 +1,36 @@
+//go:build lab
+
+package e2e
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestLabCorefile: corefile/lab.Corefile, as the demo runs it, starts,
+// becomes ready, answers a multi-cluster service with the endpoints of
+// every cluster and its clusterset name, and leaves other names to the
+// kubernetes plugin.
+func TestLabCorefile(t *testing.T) {
+	file := filepath.Join(moduleRoot(t), "corefile", "lab.Corefile")
+	p := startCoreDNS(t, config{file: file, blocks: []block{{mcs: true, ttl: 5}}})
+	p.waitReady(t, 20*time.Second)
+	s := p.servers[0]
+
+	f := newFixture(t)
+	f.apply(
+		f.service("api", false),
+		f.serviceImport("api", importSpec{strategy: remoteAndLocal, ips: []string{setVIP}}),
+		f.ownSlice("api", ep("10.10.9.1")),
+		f.importedSlice("api", member2, ep("10.12.9.1")),
+		f.service("plain", false),
+	)
+	api := f.native("api")
+	s.expectWithin(t, 10*time.Second, api, dns.TypeA, answer(s.addrs(api, "10.10.9.1", "10.12.9.1")))
+	s.expect(t, f.clusterset("api"), dns.TypeA, answer(s.addrs(f.clusterset("api"), setVIP)))
+	plain := f.native("plain")
+	s.expect(t, plain, dns.TypeA, answer(s.addrs(plain, f.clusterIP("plain"))))
+}
