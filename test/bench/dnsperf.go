@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// dnsperfTimeout is dnsperf's default query timeout: a lost query counts
+// as this latency in the percentiles, so that dropping does not pay.
+const dnsperfTimeout = 5 * time.Second
+
+// perfRun is one dnsperf run against one side.
+type perfRun struct {
+	qps      float64
+	p50, p99 time.Duration
+	sent     int
+	lost     int
+	rcodes   map[string]int
+}
+
+var (
+	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	reSent = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
+	reLost = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
+)
+
+// writeQueryFile writes one A query per name of zone z, in order.
+func writeQueryFile(o options, z zone) (string, error) {
+	path := filepath.Join(o.outDir, z.domain+".queries")
+	var b strings.Builder
+	for i := range z.count(o) {
+		fmt.Fprintf(&b, "%s A\n", strings.TrimSuffix(qname(o, z, i), "."))
+	}
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// dnsperf runs one load against s: as fast as it answers with -outstanding
+// queries in flight when rate is 0, else at rate queries per second. -v
+// prints every query's latency, from which the percentiles come.
+func dnsperf(ctx context.Context, o options, s *server, queries string, rate int) (perfRun, error) {
+	args := []string{
+		"-s", "127.0.0.1", "-p", strconv.Itoa(s.port), "-d", queries,
+		"-l", strconv.FormatFloat(o.duration.Seconds(), 'f', -1, 64),
+		"-c", strconv.Itoa(o.clients), "-q", strconv.Itoa(o.outstanding), "-v",
+	}
+	if rate > 0 {
+		args = append(args, "-Q", strconv.Itoa(rate))
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.duration+2*dnsperfTimeout+10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "dnsperf", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return perfRun{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return perfRun{}, fmt.Errorf("starting dnsperf: %w", err)
+	}
+	run, latencies, perr := parseDnsperf(out)
+	_, _ = io.Copy(io.Discard, out) // after a parse error, so that dnsperf can finish
+	if err := cmd.Wait(); err != nil {
+		return perfRun{}, fmt.Errorf("dnsperf %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	if perr != nil {
+		return perfRun{}, perr
+	}
+	for range run.lost {
+		latencies = append(latencies, dnsperfTimeout)
+	}
+	if len(latencies) == 0 {
+		return perfRun{}, fmt.Errorf("dnsperf against %s reported no query", s.name)
+	}
+	slices.Sort(latencies)
+	run.p50, run.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+	return run, nil
+}
+
+// parseDnsperf reads dnsperf -v output: a line "> RCODE NAME TYPE SECONDS"
+// per answered query, then the statistics.
+func parseDnsperf(r io.Reader) (perfRun, []time.Duration, error) {
+	run := perfRun{rcodes: map[string]int{}}
+	var latencies []time.Duration
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 5 && f[0] == ">" {
+			sec, err := strconv.ParseFloat(f[4], 64)
+			if err != nil {
+				return run, nil, fmt.Errorf("dnsperf line %q: %w", line, err)
+			}
+			run.rcodes[f[1]]++
+			latencies = append(latencies, time.Duration(sec*float64(time.Second)))
+			continue
+		}
+		if m := reQPS.FindStringSubmatch(line); m != nil {
+			run.qps, _ = strconv.ParseFloat(m[1], 64)
+		} else if m := reSent.FindStringSubmatch(line); m != nil {
+			run.sent, _ = strconv.Atoi(m[1])
+		} else if m := reLost.FindStringSubmatch(line); m != nil {
+			run.lost, _ = strconv.Atoi(m[1])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return run, nil, err
+	}
+	if run.qps == 0 {
+		return run, nil, errors.New("dnsperf printed no statistics")
+	}
+	return run, latencies, nil
+}
+
+// percentile of sorted values, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, i)]
+}
+
+// comparison is one zone's figures for both sides (index 0 mcs, 1 kubernetes).
+type comparison struct {
+	zone      zone
+	saturated [2][]perfRun
+	fixed     [2][]perfRun
+	rate      int // offered QPS of the fixed-rate runs
+}
+
+// compareQueries runs, per zone, -rounds saturating runs per side, the
+// order alternating between rounds, then as many fixed-rate runs at -load
+// times the slower side's mean QPS.
+func compareQueries(ctx context.Context, o options, sides [2]side) ([]comparison, error) {
+	var out []comparison
+	for _, z := range zones {
+		queries, err := writeQueryFile(o, z)
+		if err != nil {
+			return nil, err
+		}
+		c := comparison{zone: z}
+		if err := c.rounds(ctx, o, sides, queries, 0, &c.saturated); err != nil {
+			return nil, err
+		}
+		c.rate = int(o.load * min(meanQPS(c.saturated[0]), meanQPS(c.saturated[1])))
+		if err := c.rounds(ctx, o, sides, queries, c.rate, &c.fixed); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (c *comparison) rounds(ctx context.Context, o options, sides [2]side, queries string, rate int, into *[2][]perfRun) error {
+	for r := range o.rounds {
+		order := []int{0, 1}
+		if r%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, i := range order {
+			run, err := dnsperf(ctx, o, sides[i].srv, queries, rate)
+			if err != nil {
+				return err
+			}
+			log.Printf("%s, %s, rate %s: %.0f QPS, p50 %s, p99 %s, lost %d, %v", c.zone.name, sides[i].name, rateName(rate),
+				run.qps, run.p50, run.p99, run.lost, run.rcodes)
+			into[i] = append(into[i], run)
+		}
+	}
+	return nil
+}
+
+func rateName(rate int) string {
+	if rate == 0 {
+		return "max"
+	}
+	return strconv.Itoa(rate)
+}
+
+func meanQPS(runs []perfRun) float64 {
+	return mean(runs, func(r perfRun) float64 { return r.qps })
+}
+
+func meanP99(runs []perfRun) time.Duration {
+	return time.Duration(mean(runs, func(r perfRun) float64 { return float64(r.p99) }))
+}
+
+func mean(runs []perfRun, f func(perfRun) float64) float64 {
+	sum := 0.0
+	for _, r := range runs {
+		sum += f(r)
+	}
+	return sum / float64(len(runs))
+}

@@ -1,0 +1,178 @@
+// Command bench runs the benchmarks of SPEC §7 side by side on one machine:
+// bin/coredns-mcs answering through the mcs plugin against the same binary
+// answering through the kubernetes plugin, on the same objects in one lab
+// cluster. It prints a markdown table of ratios and writes it to
+// _output/bench/results.md. See test/bench/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// options are the command line.
+type options struct {
+	kubeconfig string
+	context    string
+	coredns    string
+	namespace  string
+	outDir     string
+
+	services  int
+	native    int // services that also have a Service here, of the same name
+	clusters  int
+	endpoints int
+	workers   int
+
+	duration    time.Duration // one dnsperf run
+	rounds      int           // runs per side and comparison, order alternating
+	clients     int           // dnsperf -c
+	outstanding int           // dnsperf -q
+	load        float64       // fixed-rate runs: fraction of the slower side's QPS
+	settle      time.Duration // between ready and the RSS samples
+
+	goBench bool
+	keep    bool
+	timeout time.Duration
+}
+
+func parseFlags() (options, error) {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "_output/lab/kubeconfig", "kubeconfig of the lab")
+	flag.StringVar(&o.context, "context", "member3", "context (cluster) that holds the benchmark objects")
+	flag.StringVar(&o.coredns, "coredns", "bin/coredns-mcs", "the coredns-mcs binary")
+	flag.StringVar(&o.namespace, "namespace", "mcs-bench", "namespace of the benchmark objects")
+	flag.StringVar(&o.outDir, "out", "_output/bench", "directory for results.md, Corefiles, logs and query files")
+	flag.IntVar(&o.services, "services", 10000, "imported services")
+	flag.IntVar(&o.native, "native", 2000, "imported services that also have a ClusterIP Service in the cluster (lowered to -services)")
+	flag.IntVar(&o.clusters, "clusters", 3, "source clusters per service")
+	flag.IntVar(&o.endpoints, "endpoints", 10, "endpoints per source cluster")
+	flag.IntVar(&o.workers, "workers", 32, "concurrent API writes")
+	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one dnsperf run")
+	flag.IntVar(&o.rounds, "rounds", 3, "dnsperf runs per side and comparison, in alternating order")
+	flag.IntVar(&o.clients, "clients", 1, "dnsperf clients (-c)")
+	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf outstanding queries (-q)")
+	flag.Float64Var(&o.load, "load", 0.5, "fixed-rate runs offer this fraction of the slower side's QPS")
+	flag.DurationVar(&o.settle, "settle", 20*time.Second, "wait between ready and the RSS samples")
+	flag.BoolVar(&o.goBench, "gobench", true, "run the plugin's Go benchmarks too")
+	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
+	flag.DurationVar(&o.timeout, "timeout", 14*time.Minute, "bound on the whole run")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	return o, o.validate()
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.native < 1:
+		return errors.New("-native must be positive")
+	case o.services < 1 || o.clusters < 1 || o.endpoints < 1 || o.workers < 1 || o.rounds < 1 || o.clients < 1 || o.outstanding < 1:
+		return errors.New("-services, -clusters, -endpoints, -workers, -rounds, -clients and -outstanding must be positive")
+	case o.services*o.endpoints > maxEndpointsPerCluster:
+		return fmt.Errorf("-services × -endpoints must be at most %d (one address block per cluster)", maxEndpointsPerCluster)
+	case o.services > endpointIPBase-clustersetIPBase:
+		return fmt.Errorf("-services must be at most %d (the clusterset IP block)", endpointIPBase-clustersetIPBase)
+	case o.clusters > maxClusters:
+		return fmt.Errorf("-clusters must be at most %d", maxClusters)
+	case o.load <= 0 || o.load > 1:
+		return errors.New("-load must be in (0, 1]")
+	case o.duration < time.Second:
+		return errors.New("-duration must be at least 1s")
+	}
+	o.native = min(o.native, o.services)
+	var err error
+	if o.kubeconfig, err = filepath.Abs(o.kubeconfig); err != nil {
+		return err
+	}
+	if o.coredns, err = filepath.Abs(o.coredns); err != nil {
+		return err
+	}
+	return nil
+}
+
+func main() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("bench: ")
+	o, err := parseFlags()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run does every phase; whatever happens, the CoreDNS processes it started
+// are stopped and, unless -keep, the namespace is deleted. The Go
+// benchmarks run last, on a machine the other phases have left quiet.
+func run(ctx context.Context, o options) (err error) {
+	res := &results{opts: o, started: time.Now(), load: loadAverage()}
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return err
+	}
+	w, err := newWorld(o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if !o.keep {
+			err = errors.Join(err, w.deleteNamespace())
+		}
+	}()
+	if res.objects, err = w.ensure(ctx); err != nil {
+		return err
+	}
+	servers := &fleet{opts: o}
+	defer servers.stopAll()
+	if err := measure(ctx, o, w, servers, res); err != nil {
+		return err
+	}
+	servers.stopAll()
+	if o.goBench {
+		log.Print("running the plugin's Go benchmarks")
+		if res.goBench, err = runGoBench(ctx); err != nil {
+			return err
+		}
+	}
+	res.elapsed = time.Since(res.started)
+	return res.write(os.Stdout, filepath.Join(o.outDir, "results.md"))
+}
+
+// measure runs the memory comparison first, on fresh processes that have
+// answered nothing yet, then the query comparisons.
+func measure(ctx context.Context, o options, w *world, servers *fleet, res *results) error {
+	var kube *server
+	var err error
+	if res.memory, kube, err = compareMemory(ctx, o, servers); err != nil {
+		return err
+	}
+	mcs, err := servers.start(ctx, "mcs", corefileMCSAndKubernetes)
+	if err != nil {
+		return err
+	}
+	sides := [2]side{
+		{name: "mcs", srv: mcs, native: w.importIP, clusterset: w.importIP},
+		{name: "kubernetes", srv: kube, native: w.serviceIP, clusterset: w.importIP},
+	}
+	for _, s := range sides {
+		if err := verify(ctx, o, s); err != nil {
+			return err
+		}
+	}
+	res.dns, err = compareQueries(ctx, o, sides)
+	return err
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// results is everything the report shows.
+type results struct {
+	opts    options
+	started time.Time
+	load    string // load averages when the run started
+	elapsed time.Duration
+	goBench []string
+	objects objectCounts
+	memory  memoryResult
+	dns     []comparison
+}
+
+// write prints the report to out and saves it to path.
+func (r *results) write(out io.Writer, path string) error {
+	text := r.markdown()
+	if _, err := io.WriteString(out, text); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+func (r *results) markdown() string {
+	var b strings.Builder
+	o := r.opts
+	fmt.Fprintf(&b, "# coredns-mcs benchmarks\n\n")
+	fmt.Fprintf(&b, "%s; %s; load average %s at the start\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"), machine(o), r.load)
+	fmt.Fprintf(&b, "%d imported services × %d clusters × %d endpoints, %d of the services with a ClusterIP Service too, in namespace %s of %s: %d objects, %d written in %s.\n\n",
+		o.services, o.clusters, o.endpoints, o.native, o.namespace, o.context, r.objects.total, r.objects.created, r.objects.took.Round(time.Second))
+	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes BENCH_FLAGS).\n\n", strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " "))
+	r.summary(&b)
+	r.details(&b)
+	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
+	return b.String()
+}
+
+// summary is the table of ratios against SPEC §7.
+func (r *results) summary(b *strings.Builder) {
+	fmt.Fprintf(b, "| benchmark | mcs | kubernetes | mcs / kubernetes | target | met |\n|---|---|---|---|---|---|\n")
+	for _, c := range r.dns {
+		row(b, c.zone.name+": QPS, max load", meanQPS(c.saturated[0]), meanQPS(c.saturated[1]), qps, true)
+		row(b, c.zone.name+": p99, max load", float64(meanP99(c.saturated[0])), float64(meanP99(c.saturated[1])), latency, false)
+		row(b, fmt.Sprintf("%s: p99 at %d QPS", c.zone.name, c.rate), float64(meanP99(c.fixed[0])), float64(meanP99(c.fixed[1])), latency, false)
+	}
+	m := r.memory
+	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, false)
+}
+
+func row(b *strings.Builder, name string, mcs, kube float64, format func(float64) string, higherBetter bool) {
+	ratio := mcs / kube
+	target, met := "≤ 1.00", ratio <= 1
+	if higherBetter {
+		target, met = "≥ 1.00", ratio >= 1
+	}
+	fmt.Fprintf(b, "| %s | %s | %s | %.2f | %s | %s |\n", name, format(mcs), format(kube), ratio, target, yesNo(met))
+}
+
+func qps(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+func latency(v float64) string {
+	return fmt.Sprintf("%.3f ms", v/float64(time.Millisecond))
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// details are every run, the response codes, the memory readings and the Go
+// benchmarks, so that the summary can be checked.
+func (r *results) details(b *strings.Builder) {
+	o := r.opts
+	fmt.Fprintf(b, "\n## dnsperf runs\n\n")
+	fmt.Fprintf(b, "UDP, %s per run, -c %d -q %d, %d runs per side and load in alternating order; ratios of the means. ", o.duration, o.clients, o.outstanding, o.rounds)
+	fmt.Fprintf(b, "Every name was checked first to answer NOERROR with exactly the expected A record on each side.\n\n")
+	fmt.Fprintf(b, "| zone | side | load | QPS | p50 | p99 | sent | lost | response codes |\n|---|---|---|---|---|---|---|---|---|\n")
+	names := [2]string{"mcs", "kubernetes"}
+	for _, c := range r.dns {
+		for i, name := range names {
+			for _, run := range c.saturated[i] {
+				runRow(b, c.zone.name, name, "max", run)
+			}
+			for _, run := range c.fixed[i] {
+				runRow(b, c.zone.name, name, fmt.Sprintf("%d QPS", c.rate), run)
+			}
+		}
+	}
+	m := r.memory
+	fmt.Fprintf(b, "\n## Memory\n\n")
+	fmt.Fprintf(b, "VmRSS: the largest of %d samples one second apart, taken %s after the process was ready (informers synced), before any query.\n\n", rssSamples, o.settle)
+	fmt.Fprintf(b, "| process | ready after | RSS | peak RSS (VmHWM) |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "| mcs alone | %s | %s | %s |\n", m.mcs.ready.Round(10*time.Millisecond), mib(m.mcs.rss), mib(m.mcs.hwm))
+	fmt.Fprintf(b, "| kubernetes, multicluster | %s | %s | %s |\n", m.kube.ready.Round(10*time.Millisecond), mib(m.kube.rss), mib(m.kube.hwm))
+	if len(r.goBench) > 0 {
+		fmt.Fprintf(b, "\n## Go benchmarks (go test -run '^$' -bench . -benchmem ./plugin/mcs/)\n\n```\n%s\n```\n", strings.Join(r.goBench, "\n"))
+	}
+}
+
+func runRow(b *strings.Builder, zone, side, load string, r perfRun) {
+	var codes []string
+	for _, k := range slices.Sorted(maps.Keys(r.rcodes)) {
+		codes = append(codes, fmt.Sprintf("%s %d", k, r.rcodes[k]))
+	}
+	fmt.Fprintf(b, "| %s | %s | %s | %.0f | %s | %s | %d | %d | %s |\n", zone, side, load, r.qps,
+		latency(float64(r.p50)), latency(float64(r.p99)), r.sent, r.lost, strings.Join(codes, ", "))
+}
+
+// machine describes where the run happened.
+func machine(o options) string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if total, err := memTotal(); err == nil {
+		mem = fmt.Sprintf(", %.0f GiB", float64(total)/(1<<30))
+	}
+	return fmt.Sprintf("%s × %d%s; %s; %s; dnsperf %s", cpu, runtime.NumCPU(), mem, runtime.Version(), version(o.coredns, "-version"), version("dnsperf", "-h"))
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages: other work on the
+// machine makes the figures noisier.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// memTotal reads MemTotal from /proc/meminfo, in bytes.
+func memTotal() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	var kb int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if _, err := fmt.Sscanf(l, "MemTotal: %d kB", &kb); err == nil {
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+}
+
+// version is the version a program prints: CoreDNS's first line, or
+// dnsperf's "Version X" line.
+func version(prog, flag string) string {
+	out, _ := exec.Command(prog, flag).CombinedOutput()
+	for _, l := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(l, "Version "); ok {
+			return v
+		}
+		if strings.HasPrefix(l, "CoreDNS-") {
+			return l
+		}
+	}
+	return "unknown version"
+}
