@@ -25,11 +25,13 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 	if !v.native() {
 		return m.next(ctx, w, r)
 	}
-	host := ""
+	host, mode := "", m.cfg.answer
 	if q.name.shape == shapeOneLabel {
-		host = q.name.first
+		// An endpoint's own name answers that endpoint, never a VIP, whatever
+		// the service's type: so does the kubernetes plugin.
+		host, mode = q.name.first, answerEndpoints
 	}
-	c, ok := decide(v, m.cfg.answer, v.sets(m.idx, host, time.Now()))
+	c, ok := decide(v, mode, v.sets(m.idx, host, time.Now()))
 	if !ok {
 		return m.next(ctx, w, r)
 	}

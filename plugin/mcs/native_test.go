@@ -324,6 +324,27 @@ func TestPerEndpointRemoteAndLocal(t *testing.T) {
 	}
 }
 
+// An endpoint name of a ClusterIP service answers that endpoint, not a VIP,
+// and a name no endpoint has goes to the next plugin.
+func TestPerEndpointClusterIP(t *testing.T) {
+	for _, strategy := range []string{"RemoteAndLocal", "LocalFirst"} {
+		f := newFixture(t, baseConfig(),
+			serviceObj("demo", "api", []string{"10.96.0.20"}),
+			importObj("demo", "api", []string{"10.99.0.20"}, nil, withStrategy(strategy)),
+			localSlice("demo", "api", "api-a", nil, ep{ip: "10.1.0.20", hostname: "api-0"}),
+			importedSlice("demo", "api", "member2", "api-b", nil, ep{ip: "10.2.0.21", hostname: "api-1"}))
+		if got := addresses(f.query("api.demo.svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] == "10.1.0.20" {
+			t.Fatalf("%s: the service name answers a VIP, got %v", strategy, got)
+		}
+		if got := addresses(f.query("api-1.api.demo.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{"10.2.0.21"}) {
+			t.Errorf("%s: want the remote api-1, got %v", strategy, got)
+		}
+		if resp := f.query("api-9.api.demo.svc.cluster.local.", dns.TypeA); !passedOn(resp) {
+			t.Errorf("%s: an unknown endpoint name must be passed on, got\n%s", strategy, resp)
+		}
+	}
+}
+
 func TestNativeKeepsQueryCase(t *testing.T) {
 	f := newFixture(t, baseConfig(), scenario{"RemoteAndLocal", false, true, true, readyLocal, nil}.objects()...)
 	resp := f.query("Serve.Demo.svc.Cluster.Local.", dns.TypeA)
