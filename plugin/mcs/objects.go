@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
@@ -139,10 +140,17 @@ func newPort(name, protocol string, number int32) port {
 	return port{name: strings.ToLower(name), protocol: strings.ToLower(protocol), port: number}
 }
 
+// toSlice keeps what answers need of an EndpointSlice. An imported slice
+// whose source cluster is missing or not a DNS label gets no service, so the
+// index leaves it out: its endpoints would be named <host>.<cluster>.<svc>…,
+// which cannot be packed.
 func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[labelMCSService]; ok {
-		out.service, out.imported, out.cluster = svc, true, s.Labels[labelSourceCluster]
+		out.imported, out.cluster = true, s.Labels[labelSourceCluster]
+		if len(validation.IsDNS1123Label(out.cluster)) == 0 {
+			out.service = svc
+		}
 	} else {
 		out.service = s.Labels[labelService]
 	}

@@ -47,6 +47,15 @@ func TestTrimSlice(t *testing.T) {
 	if local := toSlice(localSlice("demo", "web", "y", nil)); local.imported || local.service != "web" {
 		t.Fatalf("local slice read as %+v", local)
 	}
+	for _, cluster := range []string{"", "Not_A_Label"} {
+		bad := importedSlice("demo", "web", cluster, "z", nil, ep{ip: "10.2.0.7"})
+		if cluster == "" {
+			delete(bad.Labels, labelSourceCluster)
+		}
+		if got := toSlice(bad); got.service != "" {
+			t.Errorf("imported slice with source cluster %q kept for service %q", cluster, got.service)
+		}
+	}
 }
 
 func TestTrimLease(t *testing.T) {
