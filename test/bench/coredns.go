@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 )
 
 // Corefiles of the processes compared. Each serves one port on loopback and
@@ -98,7 +100,7 @@ func (f *fleet) launch(name, corefile string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := loopback.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -141,26 +143,6 @@ func writeCorefile(path, text string, o options, s *server) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-// freePorts finds n ports free for both TCP and UDP on loopback.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", l.Addr().String())
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		ports = append(ports, port)
-	}
-	return ports, nil
 }
 
 // waitReady polls until the server answers DNS and the ready plugin reports

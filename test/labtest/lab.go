@@ -77,6 +77,9 @@ func newLab(root string) *Lab {
 	return l
 }
 
+// Root is the repository's top directory, which holds the lab and bin/.
+func (l *Lab) Root() string { return l.root }
+
 // Kubeconfig is the path of the lab's kubeconfig, whose contexts are the
 // cluster names.
 func (l *Lab) Kubeconfig() string { return l.kubeconfig }

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 )
 
 // block is one server block of a generated Corefile, on a port of its own.
@@ -101,7 +100,7 @@ func startCoreDNS(t *testing.T, cfg config) *coredns {
 }
 
 func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
-	ports, err := freePorts(len(cfg.blocks) + 2)
+	ports, err := loopback.FreePorts(len(cfg.blocks) + 2)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +275,7 @@ func (p *coredns) cleanUp(t *testing.T) {
 // binary is bin/coredns-mcs, which must be built from the current sources.
 func binary(t *testing.T) string {
 	t.Helper()
-	root := moduleRoot(t)
+	root := labtest.Get(t).Root()
 	bin := filepath.Join(root, "bin", "coredns-mcs")
 	info, err := os.Stat(bin)
 	if err != nil {
@@ -303,55 +302,6 @@ func newerSource(dir string, t time.Time) string {
 		}
 	}
 	return ""
-}
-
-// moduleRoot walks up from the package directory to go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// freePorts finds n ports free for both TCP and UDP on 127.0.0.1. They are
-// released before coredns binds them; startCoreDNS retries when one was
-// taken meanwhile.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var held []func() error
-	defer func() {
-		for _, release := range held {
-			release()
-		}
-	}()
-	for len(ports) < n {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, tl.Close)
-		port := tl.Addr().(*net.TCPAddr).Port
-		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // UDP side taken: try another
-		}
-		held = append(held, ul.Close)
-		ports = append(ports, port)
-	}
-	return ports, nil
 }
 
 // httpGet gets url with a timeout of its own; like ask, it ignores ctx's end.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
 // TestLabCorefile: corefile/lab.Corefile, as the demo runs it, starts,
@@ -15,7 +17,7 @@ import (
 // every cluster and its clusterset name, and leaves other names to the
 // kubernetes plugin.
 func TestLabCorefile(t *testing.T) {
-	file := filepath.Join(moduleRoot(t), "corefile", "lab.Corefile")
+	file := filepath.Join(labtest.Get(t).Root(), "corefile", "lab.Corefile")
 	p := startCoreDNS(t, config{file: file, blocks: []block{{mcs: true, ttl: 5}}})
 	p.waitReady(t, 20*time.Second)
 	s := p.servers[0]

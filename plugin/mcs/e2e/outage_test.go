@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 )
 
 // TestAPIOutage: coredns-mcs starts while member1's API server cannot be
@@ -134,7 +135,7 @@ func TestStartupErrors(t *testing.T) {
 			[]string{"Corefile:5", "option ttl", "3601"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ports, err := freePorts(1)
+			ports, err := loopback.FreePorts(1)
 			if err != nil {
 				t.Fatal(err)
 			}
