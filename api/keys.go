@@ -1,0 +1,73 @@
+// Package api holds the names both halves of coredns-mcs agree on: the
+// labels, annotations and object names that mcs-controller writes into
+// consumption clusters and the mcs CoreDNS plugin reads back. The labels that
+// the MCS API and Kubernetes already define (multicluster.kubernetes.io/*,
+// kubernetes.io/service-name, endpointslice.kubernetes.io/managed-by) are
+// used from sigs.k8s.io/mcs-api and k8s.io/api, not repeated here.
+//
+// The MultiClusterService type is in the v1alpha1 package below.
+package api
+
+const (
+	// GroupName is the API group of the hub's MultiClusterService.
+	GroupName = "mcs.coredns-mcs.io"
+
+	// ManagedBy is the value of the managed-by label
+	// (endpointslice.kubernetes.io/managed-by on imported EndpointSlices,
+	// LabelManagedBy on everything else) on every object mcs-controller
+	// writes. The controller changes and deletes only objects carrying it (or
+	// owned by one that does), and never collects a slice that carries it.
+	ManagedBy = "mcs-controller.coredns-mcs.io"
+
+	// LabelManagedBy marks the objects other than EndpointSlices that
+	// mcs-controller created: Services, ServiceImports, Namespaces, Leases.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// AnnotationStrategy on a ServiceImport enables native cluster.local
+	// names for that service in that cluster; its value is a Strategy.
+	AnnotationStrategy = GroupName + "/strategy"
+
+	// AnnotationSourceGeneration on an imported EndpointSlice is the
+	// generation of the provision cluster's slice it was copied from.
+	AnnotationSourceGeneration = GroupName + "/source-generation"
+
+	// LabelCluster on a Secret in the controller's namespace registers a
+	// member cluster by name; the Secret's KeyKubeconfig holds its kubeconfig.
+	LabelCluster  = GroupName + "/cluster"
+	KeyKubeconfig = "kubeconfig"
+
+	// LeaseNamespace holds the Leases source-<cluster> in every member.
+	LeaseNamespace = "mcs-system"
+	// LeasePrefix + a provision cluster's name is the Lease mcs-controller
+	// renews in consumption clusters while it can watch that cluster.
+	LeasePrefix = "source-"
+
+	// DerivedPrefix + a service's name is the selector-less Service whose
+	// ClusterIPs are the ServiceImport's spec.ips in a consumption cluster.
+	DerivedPrefix = "derived-"
+
+	// ImportedPrefix starts the name of every imported EndpointSlice:
+	// imported-<source cluster>-<source slice>.
+	ImportedPrefix = "imported-"
+)
+
+// Strategy says which endpoints answer a native cluster.local name.
+type Strategy string
+
+const (
+	// RemoteAndLocal spreads traffic over every provision cluster's ready
+	// endpoints, this cluster's included.
+	RemoteAndLocal Strategy = "RemoteAndLocal"
+	// LocalFirst answers this cluster's endpoints while one is ready, and
+	// the remote ones the moment none is.
+	LocalFirst Strategy = "LocalFirst"
+)
+
+// ParseStrategy reports whether s names a Strategy.
+func ParseStrategy(s string) (Strategy, bool) {
+	switch Strategy(s) {
+	case RemoteAndLocal, LocalFirst:
+		return Strategy(s), true
+	}
+	return "", false
+}
