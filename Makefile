@@ -4,12 +4,18 @@ GO ?= go
 # Short fuzz runs in `make test`; longer ones by hand: make fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
-.PHONY: all build test test-unit test-fuzz test-lab demo bench
+.PHONY: all build test test-unit test-fuzz test-lab demo bench generate
 
 all: build
 
 build:
 	$(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
+
+# The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
+# (controller-gen from api/codegen/go.mod); a unit test fails when they are stale.
+generate:
+	$(GO) build -C api/codegen -o $(CURDIR)/_output/bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	_output/bin/controller-gen object crd paths=./api/... output:crd:dir=deploy/crds
 
 # Unit tests first (no lab), then a short fuzz run of every fuzz target, then
 # everything that needs the lab, one package at a time so they share one lab.
