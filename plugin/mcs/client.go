@@ -11,7 +11,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
-// clients are the API clients the controller reads through; tests put fakes here.
+// clients are the API clients the watcher reads through; tests put fakes here.
 type clients struct {
 	kube kubernetes.Interface
 	mcs  mcsclient.Interface

@@ -26,7 +26,7 @@ func (m *MCS) serveClusterset(ctx context.Context, q *query) (int, error) {
 	case shapeTooLong:
 		return m.nxdomain(ctx, q)
 	}
-	if !m.ctrl.ready.Load() {
+	if !m.watcher.ready.Load() {
 		return m.servfail(q)
 	}
 	if q.name.shape == shapeNamespace {

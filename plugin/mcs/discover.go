@@ -25,18 +25,18 @@ const clusterPropertyName = "cluster.clusterset.k8s.io"
 var errConfig = errors.New("configuration error")
 
 // clusterName is the cluster option, else the ClusterProperty's spec.value.
-func (c *controller) clusterName(ctx context.Context) (string, error) {
-	if c.cfg.cluster != "" {
-		return c.cfg.cluster, nil
+func (w *watcher) clusterName(ctx context.Context) (string, error) {
+	if w.cfg.cluster != "" {
+		return w.cfg.cluster, nil
 	}
-	u, err := c.cl.dyn.Resource(clusterPropertyGVR).Get(ctx, clusterPropertyName, metav1.GetOptions{})
+	u, err := w.cl.dyn.Resource(clusterPropertyGVR).Get(ctx, clusterPropertyName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("%w: %s - option cluster is not set and ClusterProperty %s does not exist (or its CRD is not served); set cluster NAME", errConfig, c.cfg.where, clusterPropertyName)
+		return "", fmt.Errorf("%w: %s - option cluster is not set and ClusterProperty %s does not exist (or its CRD is not served); set cluster NAME", errConfig, w.cfg.where, clusterPropertyName)
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading ClusterProperty %s: %w", clusterPropertyName, err)
 	}
-	return clusterFromProperty(u, c.cfg.where)
+	return clusterFromProperty(u, w.cfg.where)
 }
 
 func clusterFromProperty(u *unstructured.Unstructured, where string) (string, error) {
@@ -49,9 +49,9 @@ func clusterFromProperty(u *unstructured.Unstructured, where string) (string, er
 
 // importVersion picks the ServiceImport version the API server serves:
 // v1beta1 when it can, v1alpha1 otherwise.
-func (c *controller) importVersion() (schema.GroupVersion, error) {
+func (w *watcher) importVersion() (schema.GroupVersion, error) {
 	for _, gv := range []schema.GroupVersion{mcsv1b1.SchemeGroupVersion, mcsv1a1.SchemeGroupVersion} {
-		served, err := c.serves(gv, "serviceimports")
+		served, err := w.serves(gv, "serviceimports")
 		if err != nil {
 			return schema.GroupVersion{}, err
 		}
@@ -62,8 +62,8 @@ func (c *controller) importVersion() (schema.GroupVersion, error) {
 	return schema.GroupVersion{}, fmt.Errorf("ServiceImport (%s) is not served in v1beta1 or v1alpha1: install the MCS API CRDs", mcsv1b1.GroupName)
 }
 
-func (c *controller) serves(gv schema.GroupVersion, resource string) (bool, error) {
-	list, err := c.cl.kube.Discovery().ServerResourcesForGroupVersion(gv.String())
+func (w *watcher) serves(gv schema.GroupVersion, resource string) (bool, error) {
+	list, err := w.cl.kube.Discovery().ServerResourcesForGroupVersion(gv.String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -68,10 +68,10 @@ func baseConfig() *config {
 func newFixture(t testing.TB, cfg *config, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := newUnstartedFixture(t, cfg, objs...)
-	if err := f.m.ctrl.start(); err != nil {
+	if err := f.m.watcher.start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() { _ = f.m.ctrl.stop() })
+	t.Cleanup(func() { _ = f.m.watcher.stop() })
 	if !f.m.Ready() {
 		t.Fatal("not ready after start")
 	}

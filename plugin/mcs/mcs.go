@@ -27,12 +27,12 @@ const (
 )
 
 // MCS is the plugin: the handler reads the in-memory index that the
-// controller's informers keep current.
+// watcher's informers keep current.
 type MCS struct {
 	Next plugin.Handler
 
 	cfg     *config
-	ctrl    *controller
+	watcher *watcher
 	idx     *index
 	nsAddrs []net.IP // addresses answered for ns.dns.<clusterset zone>
 }

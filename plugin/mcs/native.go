@@ -18,7 +18,7 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 	default:
 		return m.next(ctx, w, r)
 	}
-	if !m.ctrl.ready.Load() {
+	if !m.watcher.ready.Load() {
 		return m.servfail(q)
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)

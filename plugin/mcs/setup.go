@@ -50,8 +50,8 @@ func setup(c *caddy.Controller) error {
 		m.nsAddrs = boundIPs(dnsserver.GetConfig(c).ListenHosts)
 		return nil
 	})
-	c.OnStartup(m.ctrl.start)
-	c.OnShutdown(m.ctrl.stop)
+	c.OnStartup(m.watcher.start)
+	c.OnShutdown(m.watcher.stop)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		m.Next = next
 		return m
@@ -59,10 +59,10 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
-// newMCS wires a parsed stanza to its index and controller.
+// newMCS wires a parsed stanza to its index and watcher.
 func newMCS(cfg *config, cl clients) *MCS {
 	idx := newIndex(cfg.strategy)
-	return &MCS{cfg: cfg, idx: idx, ctrl: newController(cfg, cl, idx)}
+	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx)}
 }
 
 func parse(c *caddy.Controller) (*config, error) {

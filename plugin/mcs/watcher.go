@@ -20,9 +20,9 @@ import (
 // for what it cannot know yet, and keeps trying.
 const startupTimeout = 5 * time.Second
 
-// controller resolves the cluster name, runs the informers that feed the
+// watcher resolves the cluster name, runs the informers that feed the
 // index, and says when it is ready.
-type controller struct {
+type watcher struct {
 	cfg *config
 	cl  clients
 	idx *index
@@ -48,68 +48,68 @@ type watched struct {
 	reg      cache.ResourceEventHandlerRegistration
 }
 
-func newController(cfg *config, cl clients, idx *index) *controller {
-	return &controller{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, synced: make(chan struct{}), fatal: make(chan error, 1)}
+func newWatcher(cfg *config, cl clients, idx *index) *watcher {
+	return &watcher{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, synced: make(chan struct{}), fatal: make(chan error, 1)}
 }
 
 // start is the OnStartup hook. A configuration error (no cluster name) fails
 // start-up; an unreachable API server does not: CoreDNS must serve the rest.
-func (c *controller) start() error {
+func (w *watcher) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	c.mu.Lock()
-	c.cancel = cancel
-	c.mu.Unlock()
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
 	for _, r := range watchedResources {
 		informersSynced.WithLabelValues(r).Set(0)
 	}
-	go c.run(ctx)
-	timer := time.NewTimer(c.startupTimeout)
+	go w.run(ctx)
+	timer := time.NewTimer(w.startupTimeout)
 	defer timer.Stop()
 	select {
-	case <-c.synced:
+	case <-w.synced:
 		return nil
-	case err := <-c.fatal:
+	case err := <-w.fatal:
 		cancel()
 		return err
 	case <-timer.C:
-		log.Warningf("starting before the Kubernetes API at %s has synced; multi-cluster names answer SERVFAIL until it has", c.cl.host)
+		log.Warningf("starting before the Kubernetes API at %s has synced; multi-cluster names answer SERVFAIL until it has", w.cl.host)
 		return nil
 	}
 }
 
 // stop is the OnShutdown hook.
-func (c *controller) stop() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancel != nil {
-		c.cancel()
+func (w *watcher) stop() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
 	}
-	for _, f := range c.factories {
+	for _, f := range w.factories {
 		f.Shutdown()
 	}
 	return nil
 }
 
-func (c *controller) run(ctx context.Context) {
-	cluster, gv, err := c.prepare(ctx)
+func (w *watcher) run(ctx context.Context) {
+	cluster, gv, err := w.prepare(ctx)
 	if err != nil {
 		return // stopped
 	}
-	c.idx.self = cluster
-	c.mu.Lock()
-	c.startInformers(ctx, gv)
-	watched := c.informers
-	c.mu.Unlock()
+	w.idx.self = cluster
+	w.mu.Lock()
+	w.startInformers(ctx, gv)
+	watched := w.informers
+	w.mu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), registrationsSynced(watched)...) {
 		return
 	}
-	for _, w := range watched {
-		informersSynced.WithLabelValues(w.resource).Set(1)
+	for _, inf := range watched {
+		informersSynced.WithLabelValues(inf.resource).Set(1)
 	}
-	c.ready.Store(true)
-	close(c.synced)
-	log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", c.cl.host, cluster, gv.Version)
-	c.watchStale(ctx)
+	w.ready.Store(true)
+	close(w.synced)
+	log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", w.cl.host, cluster, gv.Version)
+	w.watchStale(ctx)
 }
 
 func registrationsSynced(ws []watched) []cache.InformerSynced {
@@ -122,24 +122,24 @@ func registrationsSynced(ws []watched) []cache.InformerSynced {
 
 // prepare learns what the informers need, retrying with backoff while the
 // API server cannot be reached; it returns an error only when ctx ends.
-func (c *controller) prepare(ctx context.Context) (string, schema.GroupVersion, error) {
+func (w *watcher) prepare(ctx context.Context) (string, schema.GroupVersion, error) {
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
 	for {
-		cluster, err := c.clusterName(ctx)
+		cluster, err := w.clusterName(ctx)
 		var gv schema.GroupVersion
 		if err == nil {
-			gv, err = c.importVersion()
+			gv, err = w.importVersion()
 		}
 		if err == nil {
 			return cluster, gv, nil
 		}
 		if errors.Is(err, errConfig) {
 			select {
-			case c.fatal <- err:
+			case w.fatal <- err:
 			default:
 			}
 		}
-		log.Errorf("waiting for the Kubernetes API at %s: %v", c.cl.host, err)
+		log.Errorf("waiting for the Kubernetes API at %s: %v", w.cl.host, err)
 		select {
 		case <-ctx.Done():
 			return "", gv, ctx.Err()
@@ -150,34 +150,34 @@ func (c *controller) prepare(ctx context.Context) (string, schema.GroupVersion, 
 
 // startInformers watches everything answers need. Every factory trims
 // objects to the small structs of objects.go before they are stored.
-func (c *controller) startInformers(ctx context.Context, gv schema.GroupVersion) {
-	kube := informers.NewSharedInformerFactoryWithOptions(c.cl.kube, 0, informers.WithTransform(trim))
-	leases := informers.NewSharedInformerFactoryWithOptions(c.cl.kube, 0, informers.WithNamespace(leaseNamespace), informers.WithTransform(trim))
-	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(c.cl.mcs, 0, mcsinformers.WithTransform(trim))
+func (w *watcher) startInformers(ctx context.Context, gv schema.GroupVersion) {
+	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
+	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(leaseNamespace), informers.WithTransform(trim))
+	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
 
 	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
 	if gv == mcsv1b1.SchemeGroupVersion {
 		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
 	}
-	c.watch("services", kube.Core().V1().Services().Informer(), handle(c.idx.setService))
-	c.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handle(c.idx.setSlice))
-	c.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handle(c.idx.setNamespace))
-	c.watch("leases", leases.Coordination().V1().Leases().Informer(), handle(c.idx.setLease))
-	c.watch("serviceimports", imports, handle(c.idx.setImport))
+	w.watch("services", kube.Core().V1().Services().Informer(), handle(w.idx.setService))
+	w.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handle(w.idx.setSlice))
+	w.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handle(w.idx.setNamespace))
+	w.watch("leases", leases.Coordination().V1().Leases().Informer(), handle(w.idx.setLease))
+	w.watch("serviceimports", imports, handle(w.idx.setImport))
 
 	kube.Start(ctx.Done())
 	leases.Start(ctx.Done())
 	mcs.Start(ctx.Done())
-	c.factories = []interface{ Shutdown() }{kube, leases, mcs}
+	w.factories = []interface{ Shutdown() }{kube, leases, mcs}
 }
 
-func (c *controller) watch(resource string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+func (w *watcher) watch(resource string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
 	reg, err := inf.AddEventHandler(h)
 	if err != nil { // only when the informer has stopped, which it has not
 		log.Errorf("watching %s: %v", resource, err)
 		return
 	}
-	c.informers = append(c.informers, watched{resource: resource, reg: reg})
+	w.informers = append(w.informers, watched{resource: resource, reg: reg})
 }
 
 // handle adapts an index setter to informer events; set gets (old, nil)
@@ -209,13 +209,13 @@ func handle[T any](set func(old, cur *T)) cache.ResourceEventHandler {
 
 // watchStale keeps the stale-clusters gauge current and logs clusters going
 // stale and coming back: Leases expire by the clock, without an event.
-func (c *controller) watchStale(ctx context.Context) {
+func (w *watcher) watchStale(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	was := map[string]bool{}
 	for {
 		now := map[string]bool{}
-		for _, cluster := range c.idx.staleAt(time.Now()) {
+		for _, cluster := range w.idx.staleAt(time.Now()) {
 			now[cluster] = true
 			if !was[cluster] {
 				log.Warningf("source cluster %q is stale: its Lease %s%s has expired; its endpoints are used only when no other is left", cluster, leasePrefix, cluster)

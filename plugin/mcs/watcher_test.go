@@ -47,8 +47,8 @@ func TestClusterNameErrors(t *testing.T) {
 			cfg := baseConfig()
 			cfg.cluster = ""
 			f := newUnstartedFixture(t, cfg, tc.props...)
-			err := f.m.ctrl.start()
-			defer f.m.ctrl.stop()
+			err := f.m.watcher.start()
+			defer f.m.watcher.stop()
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Corefile:1") {
 				t.Fatalf("want an error naming the option and line, got %v", err)
 			}
@@ -68,10 +68,10 @@ func TestServiceImportV1alpha1(t *testing.T) {
 	if err := f.mc.Tracker().Add(si); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.m.ctrl.start(); err != nil {
+	if err := f.m.watcher.start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.m.ctrl.stop()
+	defer f.m.watcher.stop()
 	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
 		t.Fatalf("want the v1alpha1 import's IP, got %v", got)
 	}
@@ -82,11 +82,11 @@ func TestServiceImportV1alpha1(t *testing.T) {
 func TestServiceImportNotServed(t *testing.T) {
 	f := newUnstartedFixture(t, baseConfig())
 	f.kube.Resources = nil
-	f.m.ctrl.startupTimeout = 100 * time.Millisecond
-	if err := f.m.ctrl.start(); err != nil {
+	f.m.watcher.startupTimeout = 100 * time.Millisecond
+	if err := f.m.watcher.start(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.m.ctrl.stop()
+	defer f.m.watcher.stop()
 	if f.m.Ready() {
 		t.Fatal("ready without ServiceImports")
 	}
@@ -101,8 +101,8 @@ func TestUnreachableAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMCS(baseConfig(), cl)
-	m.ctrl.startupTimeout = 300 * time.Millisecond
-	if err := m.ctrl.start(); err != nil {
+	m.watcher.startupTimeout = 300 * time.Millisecond
+	if err := m.watcher.start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	if m.Ready() {
@@ -111,7 +111,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 	if resp := serve(t, m, serveName, dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("want SERVFAIL, got\n%s", resp)
 	}
-	if err := m.ctrl.stop(); err != nil {
+	if err := m.watcher.stop(); err != nil {
 		t.Fatal(err)
 	}
 }
