@@ -18,8 +18,8 @@ var Resource = SchemeGroupVersion.WithResource("multiclusterservices")
 const Finalizer = api.GroupName + "/cleanup"
 
 // AddToScheme registers this package's types.
-var AddToScheme = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion, &MultiClusterService{}, &MultiClusterServiceList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
-}).AddToScheme
+}

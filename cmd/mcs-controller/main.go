@@ -1,0 +1,233 @@
+// Command mcs-controller runs on the hub cluster: it syncs multi-cluster
+// services from provision clusters into consumption clusters (see
+// controller/README.md for what it writes, its flags and its metrics).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"              // workqueue metrics
+	"k8s.io/klog/v2"
+
+	"github.com/coredns-mcs/coredns-mcs/controller"
+	"github.com/coredns-mcs/coredns-mcs/controller/leases"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// version is set at link time (-ldflags -X main.version=…).
+var version = "dev"
+
+type flags struct {
+	kubeconfig, clustersKubeconfig, namespace, httpAddress string
+	watchNamespaces                                        string
+	workers                                                int
+	qps                                                    float64
+	burst                                                  int
+	leaderElect                                            bool
+	leaseDuration, renewDeadline, retryPeriod              time.Duration
+	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
+	showVersion                                            bool
+}
+
+func parseFlags() *flags {
+	f := &flags{}
+	fs := flag.CommandLine
+	klog.InitFlags(fs)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
+	fs.StringVar(&f.clustersKubeconfig, "clusters-kubeconfig", "", "kubeconfig whose contexts are the member clusters, each named after its context")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
+	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
+	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
+	fs.IntVar(&f.workers, "workers", 4, "services synced in parallel")
+	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes)")
+	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each cluster's API server")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease on the hub")
+	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over an unrenewed leadership")
+	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading")
+	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leadership is tried and renewed")
+	fs.DurationVar(&f.sourceLeaseDuration, "source-lease-duration", 20*time.Second, "duration of the Leases source-<cluster> in every member")
+	fs.DurationVar(&f.sourceLeaseRenew, "source-lease-renew", 5*time.Second, "how often the Leases source-<cluster> are renewed")
+	fs.DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each member's API server is probed")
+	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	flag.Parse()
+	return f
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	f := parseFlags()
+	if f.showVersion {
+		fmt.Println("mcs-controller", version)
+		return
+	}
+	if err := run(f); err != nil {
+		klog.ErrorS(err, "mcs-controller failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(f *flags) error {
+	if f.sourceLeaseRenew >= f.sourceLeaseDuration {
+		return fmt.Errorf("--source-lease-renew (%s) must be shorter than --source-lease-duration (%s)", f.sourceLeaseRenew, f.sourceLeaseDuration)
+	}
+	hubRC, err := members.NewRESTConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("hub: --kubeconfig %q: %w", f.kubeconfig, err)
+	}
+	hubRC.QPS, hubRC.Burst, hubRC.UserAgent = float32(f.qps), f.burst, "mcs-controller/hub"
+	hubKube, err := kubernetes.NewForConfig(hubRC)
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	hubDyn, err := dynamic.NewForConfig(hubRC)
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	var ready readiness
+	srv := serve(f.httpAddress, &ready)
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+
+	work := func(ctx context.Context) error {
+		reg, err := members.NewRegistry(members.Options{
+			Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
+			QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
+		})
+		if err != nil {
+			return err
+		}
+		c := controller.New(controller.Options{HubKube: hubKube, HubDyn: hubDyn, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers})
+		ready.set(c.Synced)
+		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
+		var wg sync.WaitGroup
+		wg.Go(func() { reg.Run(ctx, c.Handlers()) })
+		wg.Go(func() { renewer.Run(ctx) })
+		err = c.Run(ctx)
+		wg.Wait()
+		return err
+	}
+	if !f.leaderElect {
+		return work(ctx)
+	}
+	return leaderElect(ctx, f, hubKube, work)
+}
+
+// leaderElect runs work while this replica leads. Losing the lead ends the
+// process, so a restarted replica starts from fresh caches.
+func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, work func(context.Context) error) error {
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.namespace, "mcs-controller",
+		hub.CoreV1(), hub.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity()})
+	if err != nil {
+		return err
+	}
+	var workErr error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            "mcs-controller",
+		LeaseDuration:   f.leaseDuration,
+		RenewDeadline:   f.renewDeadline,
+		RetryPeriod:     f.retryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				klog.InfoS("Leading", "identity", lock.Identity())
+				workErr = work(ctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					klog.InfoS("Lost the lead: exiting so that a fresh replica takes over", "identity", lock.Identity())
+					klog.Flush()
+					os.Exit(0)
+				}
+			},
+		},
+	})
+	return workErr
+}
+
+var (
+	identityOnce sync.Once
+	identityVal  string
+)
+
+// identity names this replica in Leases: hostname plus a random suffix, so
+// two replicas on one host differ.
+func identity() string {
+	identityOnce.Do(func() {
+		host, _ := os.Hostname()
+		identityVal = host + "_" + uuid.NewString()[:8]
+	})
+	return identityVal
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readiness is the controller's sync check once this replica leads; a
+// standby replica is ready: it serves nothing until it leads.
+type readiness struct{ check atomic.Pointer[func() error] }
+
+func (r *readiness) set(fn func() error) { r.check.Store(&fn) }
+
+func (r *readiness) err() error {
+	if fn := r.check.Load(); fn != nil {
+		return (*fn)()
+	}
+	return nil
+}
+
+func serve(addr string, ready *readiness) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready.err(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "HTTP server failed", "address", addr)
+			os.Exit(1)
+		}
+	}()
+	return srv
+}

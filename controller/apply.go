@@ -1,0 +1,370 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// applyMember writes into one member the difference between what it holds
+// of the service and what the plan wants. Only objects carrying the
+// managed-by label are changed or deleted; anything else in the way is
+// reported and left alone.
+func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
+	if !m.Synced() {
+		if plan.Consumes(m.Name) || plan.Propagate[m.Name] != nil {
+			out.cannotReach(m.Name, m.Err())
+		}
+		return
+	}
+	w := &writer{c: c, m: m, namespace: namespace}
+	if err := w.propagate(ctx, name, plan.Propagate[m.Name]); err != nil {
+		out.propagateFailed(m.Name, err)
+	}
+	var err error
+	switch {
+	case plan.Consumes(m.Name) && plan.Import != nil:
+		start := time.Now()
+		err = w.consume(ctx, name, plan, seen)
+		syncEpsDuration.WithLabelValues(m.Name).Observe(time.Since(start).Seconds())
+	case plan.Import == nil && len(plan.Unknown) > 0:
+		// Whether the service still has a provider is not known: keep
+		// what the member holds until every member has synced.
+	default:
+		err = w.remove(ctx, name)
+	}
+	if err != nil {
+		out.applyFailed(m.Name, err)
+	}
+}
+
+// writer writes one service's objects into one member.
+type writer struct {
+	c         *Controller
+	m         *members.Member
+	namespace string
+}
+
+func (w *writer) key(kind, name string) trackKey {
+	return trackKey{cluster: w.m.Name, kind: kind, namespace: w.namespace, name: name}
+}
+
+// do runs one write and counts it.
+func (w *writer) do(kind, verb string, fn func() error) error {
+	err := fn()
+	members.CountWrite(w.m.Name, kind, verb, err)
+	if err != nil {
+		return fmt.Errorf("%s %s %s/…: %w", verb, kind, w.namespace, err)
+	}
+	return nil
+}
+
+func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == api.ManagedBy }
+
+func oursSlice(s *discoveryv1.EndpointSlice) bool {
+	return s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy
+}
+
+// ensureNamespace creates the service's namespace when the member lacks it.
+// It is never deleted: users may have put things in it since.
+func (w *writer) ensureNamespace(ctx context.Context) error {
+	if w.m.HasNamespace(w.namespace) || w.c.track.latest(w.key("Namespace", w.namespace), nil) != nil {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
+	return w.do("Namespace", "create", func() error {
+		got, err := w.m.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if err == nil {
+			w.c.track.wrote(w.key("Namespace", w.namespace), got)
+		}
+		return err
+	})
+}
+
+// service is the member's Service of that name as last seen or written.
+func (w *writer) service(name string) *corev1.Service {
+	var cached metav1.Object
+	if s := w.m.Service(w.namespace, name); s != nil {
+		cached = s
+	}
+	s, _ := w.c.track.latest(w.key("Service", name), cached).(*corev1.Service)
+	return s
+}
+
+// propagate makes the member hold the hub's Service (want), or no
+// propagated one (want nil). A Service of the user's own is left alone.
+func (w *writer) propagate(ctx context.Context, name string, want *corev1.Service) error {
+	have := w.service(name)
+	switch {
+	case have != nil && !ours(have):
+		return nil
+	case want == nil && have == nil:
+		return nil
+	case want == nil:
+		return w.deleteService(ctx, have)
+	}
+	if err := w.ensureNamespace(ctx); err != nil {
+		return err
+	}
+	if have == nil {
+		return w.createService(ctx, want)
+	}
+	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) && isHeadless(have) == isHeadless(want) {
+		return nil
+	}
+	if isHeadless(have) != isHeadless(want) { // clusterIP is immutable
+		return w.deleteService(ctx, have)
+	}
+	upd := have.DeepCopy()
+	upd.Spec.Selector, upd.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+	return w.updateService(ctx, upd)
+}
+
+func (w *writer) createService(ctx context.Context, s *corev1.Service) error {
+	return w.do("Service", "create", func() error {
+		got, err := w.m.Kube.CoreV1().Services(w.namespace).Create(ctx, s, metav1.CreateOptions{})
+		if err == nil {
+			w.c.track.wrote(w.key("Service", s.Name), got)
+		}
+		return err
+	})
+}
+
+func (w *writer) updateService(ctx context.Context, s *corev1.Service) error {
+	return w.do("Service", "update", func() error {
+		got, err := w.m.Kube.CoreV1().Services(w.namespace).Update(ctx, s, metav1.UpdateOptions{})
+		if err == nil {
+			w.c.track.wrote(w.key("Service", s.Name), got)
+		}
+		return err
+	})
+}
+
+func (w *writer) deleteService(ctx context.Context, s *corev1.Service) error {
+	return w.do("Service", "delete", func() error {
+		err := w.m.Kube.CoreV1().Services(w.namespace).Delete(ctx, s.Name, preconditions(s))
+		if err == nil || apierrors.IsNotFound(err) {
+			w.c.track.deleted(w.key("Service", s.Name), s.UID)
+			return nil
+		}
+		return err
+	})
+}
+
+func preconditions(o metav1.Object) metav1.DeleteOptions {
+	uid := o.GetUID()
+	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+}
+
+// consume makes a consumption cluster hold the ServiceImport, the derived
+// Service and the imported slices, in that order: the import owns the
+// others, and its spec.ips come from the derived Service.
+func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, seen time.Time) error {
+	if err := w.ensureNamespace(ctx); err != nil {
+		return err
+	}
+	imp, err := w.ensureImport(ctx, name, plan)
+	if err != nil {
+		return err
+	}
+	derived, err := w.ensureDerived(ctx, name, plan.Import, imp)
+	if err != nil {
+		return err
+	}
+	if imp, err = w.updateImport(ctx, imp, plan, derived); err != nil {
+		return err
+	}
+	return w.syncSlices(ctx, name, plan, imp, seen)
+}
+
+// ensureDerived makes derived-<name>: selector-less, owned by the import,
+// with the import's ports; headless when the import is.
+func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.Import, imp *mcsv1b1.ServiceImport) (*corev1.Service, error) {
+	dname := api.DerivedPrefix + name
+	have := w.service(dname)
+	if have != nil && !ours(have) {
+		return nil, fmt.Errorf("Service %s/%s exists and is not managed by %s: left alone, and no slices imported", w.namespace, dname, api.ManagedBy)
+	}
+	ports := make([]corev1.ServicePort, 0, len(want.Ports))
+	for _, p := range want.Ports {
+		ports = append(ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
+	}
+	owner := w.importOwner(imp)
+	if have == nil {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}, OwnerReferences: owner},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports},
+		}
+		if want.Headless {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+		}
+		if err := w.createService(ctx, s); err != nil {
+			return nil, err
+		}
+		return w.service(dname), nil
+	}
+	if isHeadless(have) != want.Headless { // clusterIP is immutable: recreate
+		if err := w.deleteService(ctx, have); err != nil {
+			return nil, err
+		}
+		return w.ensureDerived(ctx, name, want, imp)
+	}
+	if samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) {
+		return have, nil
+	}
+	upd := have.DeepCopy()
+	upd.Spec.Ports, upd.OwnerReferences = ports, owner
+	if err := w.updateService(ctx, upd); err != nil {
+		return nil, err
+	}
+	return w.service(dname), nil
+}
+
+func (w *writer) importOwner(imp *mcsv1b1.ServiceImport) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{
+		APIVersion: w.m.Imports.GroupVersion().String(),
+		Kind:       mcsv1b1.ServiceImportKindName,
+		Name:       imp.Name,
+		UID:        imp.UID,
+	}}
+}
+
+// samePorts compares what a Service's port says to clients; the API server
+// fills in the rest.
+func samePorts(a, b []corev1.ServicePort) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.ServicePort) bool {
+		return x.Name == y.Name && x.Protocol == y.Protocol && x.Port == y.Port &&
+			equality.Semantic.DeepEqual(x.AppProtocol, y.AppProtocol) &&
+			(y.TargetPort == intstr.IntOrString{} || x.TargetPort == y.TargetPort)
+	})
+}
+
+func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
+
+// syncSlices writes the imported slices that differ, and deletes the ones
+// no longer wanted, except those from members whose caches have not
+// synced: nothing is deleted because a source cannot be seen.
+func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan, imp *mcsv1b1.ServiceImport, seen time.Time) error {
+	owner := w.importOwner(imp)
+	want := map[string]bool{}
+	wrote := false
+	for _, d := range plan.Slices {
+		want[d.Name] = true
+		s := d.DeepCopy()
+		s.OwnerReferences = owner
+		changed, err := w.applySlice(ctx, s)
+		if err != nil {
+			return err
+		}
+		wrote = wrote || changed
+	}
+	for _, have := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
+		have := w.slice(have.Name)
+		if have == nil || want[have.Name] || plan.IsUnknown(have.Labels[mcsv1b1.LabelSourceCluster]) {
+			continue
+		}
+		if err := w.deleteSlice(ctx, have); err != nil {
+			return err
+		}
+		wrote = true
+	}
+	if wrote && !seen.IsZero() {
+		propagation.Observe(time.Since(seen).Seconds())
+	}
+	return nil
+}
+
+func (w *writer) slice(name string) *discoveryv1.EndpointSlice {
+	var cached metav1.Object
+	if s := w.m.Slice(w.namespace, name); s != nil {
+		cached = s
+	}
+	s, _ := w.c.track.latest(w.key("EndpointSlice", name), cached).(*discoveryv1.EndpointSlice)
+	return s
+}
+
+func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice) (bool, error) {
+	have := w.slice(want.Name)
+	client := w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace)
+	switch {
+	case have == nil:
+		return true, w.do("EndpointSlice", "create", func() error {
+			got, err := client.Create(ctx, want, metav1.CreateOptions{})
+			if err == nil {
+				w.c.track.wrote(w.key("EndpointSlice", want.Name), got)
+			}
+			return err
+		})
+	case !oursSlice(have):
+		return false, fmt.Errorf("EndpointSlice %s/%s exists and is not managed by %s: left alone", w.namespace, want.Name, api.ManagedBy)
+	case sameSlice(have, want):
+		return false, nil
+	}
+	upd := have.DeepCopy()
+	upd.Labels, upd.Annotations, upd.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
+	upd.AddressType, upd.Endpoints, upd.Ports = want.AddressType, want.Endpoints, want.Ports
+	return true, w.do("EndpointSlice", "update", func() error {
+		got, err := client.Update(ctx, upd, metav1.UpdateOptions{})
+		if err == nil {
+			w.c.track.wrote(w.key("EndpointSlice", want.Name), got)
+		}
+		return err
+	})
+}
+
+func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
+	return maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) &&
+		have.AddressType == want.AddressType &&
+		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
+		equality.Semantic.DeepEqual(have.Ports, want.Ports) &&
+		equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints)
+}
+
+func (w *writer) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
+	return w.do("EndpointSlice", "delete", func() error {
+		err := w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace).Delete(ctx, s.Name, preconditions(s))
+		if err == nil || apierrors.IsNotFound(err) {
+			w.c.track.deleted(w.key("EndpointSlice", s.Name), s.UID)
+			return nil
+		}
+		return err
+	})
+}
+
+// remove deletes what the controller made for the service in a member that
+// no longer consumes it. A user's ServiceImport stays.
+func (w *writer) remove(ctx context.Context, name string) error {
+	for _, s := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
+		if s := w.slice(s.Name); s != nil {
+			if err := w.deleteSlice(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	if d := w.service(api.DerivedPrefix + name); d != nil && ours(d) {
+		if err := w.deleteService(ctx, d); err != nil {
+			return err
+		}
+	}
+	if imp := w.serviceImport(name); imp != nil && ours(imp) {
+		return w.deleteImport(ctx, imp)
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+// Package controller is mcs-controller's sync loop: informers on the hub
+// and on every member feed one rate-limited queue of service keys
+// (namespace/name), and sync(key) reads the caches, computes what every
+// member should hold (package desired), and writes only the difference.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"golang.org/x/time/rate"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// Options configure a Controller.
+type Options struct {
+	HubKube kubernetes.Interface
+	HubDyn  dynamic.Interface
+	Members *members.Registry
+	// Namespaces limits the controller to services of these namespaces;
+	// empty: every namespace.
+	Namespaces []string
+	Workers    int
+}
+
+// Controller syncs every multi-cluster service.
+type Controller struct {
+	opts     Options
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	track    *tracker
+
+	mcs, hubServices cache.SharedIndexInformer
+	factories        []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}
+
+	// seen holds, per key, when a source slice change was first seen and
+	// not yet synced: the start of the propagation latency.
+	seen sync.Map
+}
+
+// New makes a Controller; the registry's handlers must be the ones
+// Handlers returns, so member events reach its queue.
+func New(opts Options) *Controller {
+	c := &Controller{
+		opts: opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedMaxOfRateLimiter(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
+				&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
+			),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"},
+		),
+		track: newTracker(),
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartStructuredLogging(2)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
+
+	dyn := dynamicinformer.NewDynamicSharedInformerFactory(opts.HubDyn, 0)
+	c.mcs = dyn.ForResource(v1alpha1.Resource).Informer()
+	utilruntime.Must(c.mcs.SetTransform(toMCS))
+	kube := informers.NewSharedInformerFactory(opts.HubKube, 0)
+	c.hubServices = kube.Core().V1().Services().Informer()
+	_, _ = c.mcs.AddEventHandler(keyHandler(func(obj any) { c.enqueueObject(obj, "") }))
+	_, _ = c.hubServices.AddEventHandler(keyHandler(func(obj any) { c.enqueueRelevant(obj) }))
+	c.factories = []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}{dyn, kube}
+	return c
+}
+
+// Handlers are the registry's handlers: member events feed the queue.
+func (c *Controller) Handlers() members.Handlers {
+	return members.Handlers{
+		Services: func(_ string, obj any) { c.serviceEvent(obj) },
+		Slices:   func(_ string, obj any) { c.sliceEvent(obj) },
+		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
+		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
+		Changed:  func(string) { c.enqueueAll() },
+	}
+}
+
+// Run starts the hub informers and workers, and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.mcs.HasSynced, c.hubServices.HasSynced) {
+		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
+	}
+	c.enqueueAll()
+	var wg sync.WaitGroup
+	for range max(1, c.opts.Workers) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.work, time.Second) })
+	}
+	klog.InfoS("Started workers", "workers", max(1, c.opts.Workers))
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// Synced reports whether the hub informers and every reachable member's
+// informers have synced: the controller's readiness.
+func (c *Controller) Synced() error {
+	if !c.mcs.HasSynced() || !c.hubServices.HasSynced() || !c.opts.Members.Synced() {
+		return fmt.Errorf("hub informers have not synced")
+	}
+	for _, m := range c.opts.Members.List() {
+		if ok, _ := m.Reachable(); ok && !m.Synced() {
+			return fmt.Errorf("member %s has not synced", m.Name)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	klog.ErrorS(err, "Sync failed, will retry", "service", key, "retries", c.queue.NumRequeues(key))
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+func (c *Controller) inScope(namespace string) bool {
+	return len(c.opts.Namespaces) == 0 || slices.Contains(c.opts.Namespaces, namespace)
+}
+
+func (c *Controller) enqueue(namespace, name string) {
+	if c.inScope(namespace) {
+		c.queue.Add(namespace + "/" + name)
+	}
+}
+
+// enqueueObject queues the object's key, with prefix cut from its name.
+func (c *Controller) enqueueObject(obj any, prefix string) {
+	a, ok := metaOf(obj)
+	if !ok {
+		return
+	}
+	c.enqueue(a.namespace, strings.TrimPrefix(a.name, prefix))
+}
+
+// enqueueRelevant queues a Service's key when something multi-cluster is
+// asked of it: ordinary Services of big clusters cost no syncs.
+func (c *Controller) enqueueRelevant(obj any) {
+	a, ok := metaOf(obj)
+	if ok && c.relevant(a.namespace, a.name) {
+		c.enqueue(a.namespace, a.name)
+	}
+}
+
+func (c *Controller) serviceEvent(obj any) {
+	if a, ok := metaOf(obj); ok && a.labels[api.LabelManagedBy] == api.ManagedBy && strings.HasPrefix(a.name, api.DerivedPrefix) {
+		c.enqueueObject(obj, api.DerivedPrefix)
+		return
+	}
+	c.enqueueRelevant(obj)
+}
+
+func (c *Controller) sliceEvent(obj any) {
+	a, ok := metaOf(obj)
+	if !ok {
+		return
+	}
+	if a.labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+		if svc := a.labels[mcsv1b1.LabelServiceName]; svc != "" {
+			c.enqueue(a.namespace, svc)
+		}
+		return
+	}
+	svc := a.labels[discoveryv1.LabelServiceName]
+	if svc == "" || !c.relevant(a.namespace, svc) {
+		return
+	}
+	c.seen.LoadOrStore(a.namespace+"/"+svc, time.Now())
+	c.enqueue(a.namespace, svc)
+}
+
+// relevant reports whether a MultiClusterService, a ServiceExport or a
+// ServiceImport exists for the service anywhere.
+func (c *Controller) relevant(namespace, name string) bool {
+	if !c.inScope(namespace) {
+		return false
+	}
+	if _, ok, _ := c.mcs.GetStore().GetByKey(namespace + "/" + name); ok {
+		return true
+	}
+	for _, m := range c.opts.Members.List() {
+		if m.Export(namespace, name) != nil || m.Import(namespace, name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueAll queues every service something multi-cluster is asked of: on
+// start, and whenever a member comes, goes, syncs or changes reachability.
+func (c *Controller) enqueueAll() {
+	keys := c.mcs.GetStore().ListKeys()
+	for _, m := range c.opts.Members.List() {
+		keys = append(keys, m.ExportKeys()...)
+		keys = append(keys, m.ImportKeys()...)
+	}
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
+		if ns, name, err := cache.SplitMetaNamespaceKey(k); err == nil {
+			c.enqueue(ns, name)
+		}
+	}
+}
+
+type objectMeta struct {
+	namespace, name string
+	labels          map[string]string
+}
+
+func metaOf(obj any) (objectMeta, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	type object interface {
+		GetNamespace() string
+		GetName() string
+		GetLabels() map[string]string
+	}
+	o, ok := obj.(object)
+	if !ok {
+		return objectMeta{}, false
+	}
+	return objectMeta{o.GetNamespace(), o.GetName(), o.GetLabels()}, true
+}
+
+// newBucket bounds the overall retry rate, as client-go's default
+// controller rate limiter does.
+func newBucket() *rate.Limiter { return rate.NewLimiter(rate.Limit(50), 500) }
+
+func keyHandler(fn func(obj any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{AddFunc: fn, UpdateFunc: func(_, obj any) { fn(obj) }, DeleteFunc: fn}
+}
+
+// toMCS turns the hub informer's objects into MultiClusterServices.
+func toMCS(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	out := &v1alpha1.MultiClusterService{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		// Kept as it is: sync reports it on the object, and the informer
+		// goes on with every other MultiClusterService.
+		return u, nil
+	}
+	return out, nil
+}

@@ -1,0 +1,223 @@
+// Package desired computes, for one service, what every member cluster
+// should hold: which clusters provide and consume it, the ServiceImport's
+// shape, the imported EndpointSlices and the Services propagated from the
+// hub. It reads nothing and writes nothing, so it is tested and fuzzed on
+// its own; the controller gathers its Input from caches and applies its Plan.
+package desired
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+// Input is what the caches say about one service, namespace/name.
+type Input struct {
+	Namespace, Name string
+	// MCS is the hub's MultiClusterService of that name; nil when there is
+	// none or it is being deleted.
+	MCS *v1alpha1.MultiClusterService
+	// HubService is the hub's Service of that name, or nil.
+	HubService *corev1.Service
+	// Members holds every registered member by name.
+	Members map[string]Member
+}
+
+// Member is what one member cluster holds of the service.
+type Member struct {
+	// Known: the member's caches have synced, so what is absent below is
+	// really absent. Nothing is inferred from an unknown member.
+	Known bool
+	// Service is the member's own Service of that name (the user's or one
+	// propagated from the hub), or nil.
+	Service *corev1.Service
+	// Export is the member's ServiceExport of that name, or nil.
+	Export *mcsv1b1.ServiceExport
+	// Slices are the member's own EndpointSlices of the service, never
+	// the ones mcs-controller imported.
+	Slices []*discoveryv1.EndpointSlice
+}
+
+// Plan is what every member should hold.
+type Plan struct {
+	// Invalid, when set, says why the MultiClusterService cannot be
+	// followed; nothing is to change until it is fixed.
+	Invalid string
+	// Strategy enables native names (a MultiClusterService exists); "" does not.
+	Strategy api.Strategy
+	// Provision and Consumption are the clusters, sorted.
+	Provision, Consumption []string
+	// Unknown are members whose caches have not synced: their imported
+	// slices stay as they are, and they receive nothing.
+	Unknown []string
+	// Import is the ServiceImport every consumption cluster gets; nil when
+	// no provision cluster has the Service (then consumers get nothing).
+	Import *Import
+	// Slices are the imported slices every consumption cluster gets, by
+	// their name; the same for all.
+	Slices []*discoveryv1.EndpointSlice
+	// Skipped says which source slices were not imported, and why.
+	Skipped []string
+	// Conflicts holds, by provision cluster, why its Service lost to an
+	// older export's (mcs-api reason and message).
+	Conflicts map[string]Conflict
+	// Propagate holds, by member, the Service to propagate from the hub;
+	// members absent here must not hold a propagated one.
+	Propagate map[string]*corev1.Service
+}
+
+// Import is the shape of the ServiceImport and the derived Service.
+type Import struct {
+	Headless bool
+	Ports    []mcsv1b1.ServicePort
+	Clusters []string // provision clusters that have the Service
+}
+
+// Conflict is why a provision cluster's Service lost to an older one.
+type Conflict struct {
+	Reason  mcsv1b1.ServiceExportConditionReason
+	Message string
+}
+
+// Consumes reports whether cluster is a consumption cluster.
+func (p *Plan) Consumes(cluster string) bool { return slices.Contains(p.Consumption, cluster) }
+
+// IsUnknown reports whether cluster's caches have not synced.
+func (p *Plan) IsUnknown(cluster string) bool { return slices.Contains(p.Unknown, cluster) }
+
+// Compute makes the plan for in.
+func Compute(in *Input) *Plan {
+	p := &Plan{Conflicts: map[string]Conflict{}, Propagate: map[string]*corev1.Service{}}
+	for _, name := range slices.Sorted(maps.Keys(in.Members)) {
+		if !in.Members[name].Known {
+			p.Unknown = append(p.Unknown, name)
+		}
+	}
+	if msg := validate(in); msg != "" {
+		p.Invalid = msg
+		return p
+	}
+	p.Provision, p.Consumption = clusters(in)
+	if in.MCS != nil {
+		p.Strategy = cmp.Or(in.MCS.Spec.Strategy, api.RemoteAndLocal)
+		if in.HubService != nil {
+			for _, c := range union(p.Provision, p.Consumption) {
+				p.Propagate[c] = propagated(in.HubService)
+			}
+		}
+	}
+	p.Import = p.shape(in)
+	if p.Import != nil {
+		p.Slices, p.Skipped = importedSlices(in, p.Import.Clusters)
+	}
+	return p
+}
+
+// validate checks what the API server may not have: the CRD can be older
+// than this controller, or installed without validation.
+func validate(in *Input) string {
+	if errs := validation.IsDNS1035Label(api.DerivedPrefix + in.Name); len(errs) > 0 {
+		return fmt.Sprintf("service name %q cannot have a Service %s%s: %s", in.Name, api.DerivedPrefix, in.Name, errs[0])
+	}
+	if in.MCS == nil {
+		return ""
+	}
+	spec := in.MCS.Spec
+	if len(spec.Types) == 0 {
+		return "spec.types is empty: want [CrossCluster]"
+	}
+	for _, t := range spec.Types {
+		if t != v1alpha1.CrossCluster {
+			return fmt.Sprintf("spec.types: unknown type %q, want CrossCluster", t)
+		}
+	}
+	if _, ok := api.ParseStrategy(string(spec.Strategy)); !ok && spec.Strategy != "" {
+		return fmt.Sprintf("spec.strategy: unknown strategy %q, want %s or %s", spec.Strategy, api.RemoteAndLocal, api.LocalFirst)
+	}
+	for field, list := range map[string][]v1alpha1.ClusterName{"spec.serviceProvisionClusters": spec.ServiceProvisionClusters, "spec.serviceConsumptionClusters": spec.ServiceConsumptionClusters} {
+		for _, c := range list {
+			if _, ok := in.Members[string(c)]; !ok {
+				return fmt.Sprintf("%s: unknown cluster %q (members: %s)", field, c, strings.Join(slices.Sorted(maps.Keys(in.Members)), ", "))
+			}
+		}
+	}
+	return ""
+}
+
+// clusters picks provision and consumption clusters. A ServiceExport makes
+// its member a provision cluster; a MultiClusterService adds its provision
+// list (empty: every member with the Service) and narrows consumption
+// (empty: every member).
+func clusters(in *Input) (provision, consumption []string) {
+	all := slices.Sorted(maps.Keys(in.Members))
+	set := map[string]bool{}
+	for name, m := range in.Members {
+		if m.Export != nil && m.Service != nil {
+			set[name] = true
+		}
+	}
+	consumption = all
+	if in.MCS != nil {
+		if l := in.MCS.Spec.ServiceProvisionClusters; len(l) > 0 {
+			for _, c := range l {
+				set[string(c)] = true
+			}
+		} else {
+			for name, m := range in.Members {
+				if m.Service != nil {
+					set[name] = true
+				}
+			}
+		}
+		if l := in.MCS.Spec.ServiceConsumptionClusters; len(l) > 0 {
+			consumption = names(l)
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), consumption
+}
+
+func names(l []v1alpha1.ClusterName) []string {
+	out := make([]string, 0, len(l))
+	for _, c := range l {
+		out = append(out, string(c))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// propagated is the hub Service as a member gets it: its selector and
+// ports, headless or not; addresses are the member's to allocate.
+func propagated(hub *corev1.Service) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hub.Namespace, Name: hub.Name, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
+		Spec: corev1.ServiceSpec{
+			Selector: hub.Spec.Selector,
+			Ports:    slices.Clone(hub.Spec.Ports),
+			Type:     corev1.ServiceTypeClusterIP,
+		},
+	}
+	for i := range s.Spec.Ports {
+		s.Spec.Ports[i].NodePort = 0
+	}
+	if hub.Spec.ClusterIP == corev1.ClusterIPNone {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	return s
+}

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+)
+
+// ServiceImports are written through the dynamic client in the version the
+// member serves; v1alpha1 and v1beta1 agree on every field written here.
+
+func (w *writer) serviceImport(name string) *mcsv1b1.ServiceImport {
+	var cached metav1.Object
+	if i := w.m.Import(w.namespace, name); i != nil {
+		cached = i
+	}
+	i, _ := w.c.track.latest(w.key("ServiceImport", name), cached).(*mcsv1b1.ServiceImport)
+	return i
+}
+
+// ensureImport returns the member's ServiceImport, creating ours if there
+// is none. A user's ServiceImport (the MCS API's manual import) is honoured:
+// filled in, never deleted.
+func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Plan) (*mcsv1b1.ServiceImport, error) {
+	if imp := w.serviceImport(name); imp != nil {
+		return imp, nil
+	}
+	imp := &mcsv1b1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
+	}
+	setImportSpec(imp, plan, nil)
+	var got *mcsv1b1.ServiceImport
+	err := w.do("ServiceImport", "create", func() error {
+		u, err := w.toUnstructured(imp)
+		if err != nil {
+			return err
+		}
+		res, err := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Create(ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		got, err = w.remember(name, res)
+		return err
+	})
+	return got, err
+}
+
+// updateImport brings the import's spec (type, ports, the derived
+// Service's IPs, the strategy annotation) and status.clusters up to date.
+func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) (*mcsv1b1.ServiceImport, error) {
+	upd := imp.DeepCopy()
+	setImportSpec(upd, plan, derived)
+	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) {
+		if err := w.writeImport(ctx, "update", upd); err != nil {
+			return nil, err
+		}
+		imp = w.serviceImport(imp.Name)
+		upd = imp.DeepCopy()
+	}
+	upd.Status.Clusters = nil
+	for _, c := range plan.Import.Clusters {
+		upd.Status.Clusters = append(upd.Status.Clusters, mcsv1b1.ClusterStatus{Cluster: c})
+	}
+	if equality.Semantic.DeepEqual(upd.Status.Clusters, imp.Status.Clusters) {
+		return imp, nil
+	}
+	if err := w.writeImport(ctx, "update-status", upd); err != nil {
+		return nil, err
+	}
+	return w.serviceImport(imp.Name), nil
+}
+
+// setImportSpec sets what the controller owns of a ServiceImport. The
+// strategy annotation is set while a MultiClusterService enables native
+// names, and removed from ours when none does; a user's import keeps the
+// annotations the user gave it.
+func setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
+	imp.Spec.Type = mcsv1b1.ClusterSetIP
+	if plan.Import.Headless {
+		imp.Spec.Type = mcsv1b1.Headless
+	}
+	imp.Spec.Ports = append([]mcsv1b1.ServicePort{}, plan.Import.Ports...)
+	imp.Spec.IPs = nil
+	if derived != nil && !plan.Import.Headless {
+		imp.Spec.IPs = slices.Clone(derived.Spec.ClusterIPs)
+	}
+	switch {
+	case plan.Strategy != "":
+		imp.Annotations = maps.Clone(imp.Annotations)
+		if imp.Annotations == nil {
+			imp.Annotations = map[string]string{}
+		}
+		imp.Annotations[api.AnnotationStrategy] = string(plan.Strategy)
+	case ours(imp) && imp.Annotations[api.AnnotationStrategy] != "":
+		imp.Annotations = maps.Clone(imp.Annotations)
+		delete(imp.Annotations, api.AnnotationStrategy)
+	}
+}
+
+func (w *writer) writeImport(ctx context.Context, verb string, imp *mcsv1b1.ServiceImport) error {
+	return w.do("ServiceImport", verb, func() error {
+		u, err := w.toUnstructured(imp)
+		if err != nil {
+			return err
+		}
+		client := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace)
+		var res *unstructured.Unstructured
+		if verb == "update-status" {
+			res, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		} else {
+			res, err = client.Update(ctx, u, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		_, err = w.remember(imp.Name, res)
+		return err
+	})
+}
+
+func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
+	return w.do("ServiceImport", "delete", func() error {
+		err := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Delete(ctx, imp.Name, preconditions(imp))
+		if err == nil || apierrors.IsNotFound(err) {
+			w.c.track.deleted(w.key("ServiceImport", imp.Name), imp.UID)
+			return nil
+		}
+		return err
+	})
+}
+
+func (w *writer) toUnstructured(imp *mcsv1b1.ServiceImport) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(imp)
+	if err != nil {
+		return nil, fmt.Errorf("encoding ServiceImport %s: %w", imp.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(w.m.Imports.GroupVersion().String())
+	u.SetKind(mcsv1b1.ServiceImportKindName)
+	return u, nil
+}
+
+// remember decodes a written ServiceImport and tracks it.
+func (w *writer) remember(name string, u *unstructured.Unstructured) (*mcsv1b1.ServiceImport, error) {
+	got := &mcsv1b1.ServiceImport{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, got); err != nil {
+		return nil, fmt.Errorf("decoding ServiceImport %s: %w", name, err)
+	}
+	w.c.track.wrote(w.key("ServiceImport", name), got)
+	return got, nil
+}

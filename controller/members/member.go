@@ -1,0 +1,432 @@
+// Package members keeps the registry of member clusters: where each is
+// reached, the informers the controller reads it through, and whether it
+// can be reached now.
+package members
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// Indexes of the EndpointSlice informer, by namespace/service.
+const (
+	// BySourceService: the member's own slices of a service.
+	BySourceService = "source-service"
+	// ByImportedService: slices mcs-controller imported for a service.
+	ByImportedService = "imported-service"
+)
+
+// Handlers receive the events of every member's informers. They are called
+// with the member's name so that one handler serves them all.
+type Handlers struct {
+	Services, Slices, Exports, Imports func(cluster string, obj any)
+	// Changed is called when a member is added, removed, replaced, syncs,
+	// or becomes reachable or unreachable.
+	Changed func(cluster string)
+}
+
+// Member is one registered cluster.
+type Member struct {
+	Name   string
+	Source string // where it was registered, for messages: "kubeconfig context x", "secret ns/y"
+	Kube   kubernetes.Interface
+	Dyn    dynamic.Interface
+
+	// Exports and Imports are the MCS API resources in the version the
+	// member serves (v1beta1 preferred); set once its informers started.
+	Exports, Imports schema.GroupVersionResource
+
+	services, slices, namespaces, exports, imports cache.SharedIndexInformer
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.RWMutex
+	started   bool
+	reachable bool
+	lastErr   error
+}
+
+// newMember makes a member from a rest config; nothing runs until start.
+func newMember(name, source string, rc *rest.Config, qps float32, burst int) (*Member, error) {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = qps, burst
+	rc.UserAgent = "mcs-controller/" + name
+	kubeRC := rest.CopyConfig(rc)
+	kubeRC.ContentType = runtime.ContentTypeProtobuf
+	kube, err := kubernetes.NewForConfig(kubeRC)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", name, source, err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", name, source, err)
+	}
+	return &Member{Name: name, Source: source, Kube: kube, Dyn: dyn, lastErr: fmt.Errorf("not contacted yet")}, nil
+}
+
+// brokenMember stands for a registration that cannot be used (a bad
+// kubeconfig): it is never reachable, and says why.
+func brokenMember(name, source string, err error) *Member {
+	return &Member{Name: name, Source: source, lastErr: err}
+}
+
+// Reachable reports whether the member answered its last probe, and the
+// last error otherwise.
+func (m *Member) Reachable() (bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.reachable, m.lastErr
+}
+
+// Synced reports whether the member's informers have delivered their first
+// list: only then does an absent object mean the member has none.
+func (m *Member) Synced() bool {
+	m.mu.RLock()
+	started := m.started
+	m.mu.RUnlock()
+	if !started {
+		return false
+	}
+	for _, inf := range m.informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Healthy is what a Lease source-<member> stands for: the member is
+// reachable and its slices are known.
+func (m *Member) Healthy() bool {
+	ok, _ := m.Reachable()
+	return ok && m.Synced()
+}
+
+// Err says why the member is not healthy, or nil.
+func (m *Member) Err() error {
+	ok, err := m.Reachable()
+	switch {
+	case !ok:
+		return fmt.Errorf("%s is unreachable (%s): %w", m.Name, m.Source, err)
+	case !m.Synced():
+		return fmt.Errorf("%s has not synced its informers yet", m.Name)
+	}
+	return nil
+}
+
+func (m *Member) informers() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{m.services, m.slices, m.namespaces, m.exports, m.imports}
+}
+
+// start probes the member and, once it answers, discovers its MCS API
+// version and starts its informers. It returns at once; stop ends it all.
+func (m *Member) start(h Handlers, probeEvery time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel, m.done = cancel, make(chan struct{})
+	if m.Kube == nil { // broken registration: nothing to run
+		close(m.done)
+		return
+	}
+	go func() {
+		defer close(m.done)
+		wait.UntilWithContext(ctx, func(ctx context.Context) { m.probe(ctx, h) }, probeEvery)
+	}()
+}
+
+func (m *Member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+	}
+}
+
+// probe checks that the member's API server is ready; the first success
+// starts the informers. Transitions are logged and reported to h.Changed.
+func (m *Member) probe(ctx context.Context, h Handlers) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+	if err == nil && !m.isStarted() {
+		err = m.startInformers(ctx, h)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	m.mu.Lock()
+	was := m.reachable
+	m.reachable, m.lastErr = err == nil, err
+	m.mu.Unlock()
+	reachable.WithLabelValues(m.Name).Set(boolGauge(err == nil))
+	switch {
+	case err != nil && was:
+		klog.ErrorS(err, "Member became unreachable", "cluster", m.Name, "source", m.Source)
+	case err != nil && !was:
+		klog.V(2).ErrorS(err, "Member still unreachable", "cluster", m.Name, "source", m.Source)
+	case err == nil && !was:
+		klog.InfoS("Member reachable", "cluster", m.Name, "source", m.Source)
+	}
+	if was != (err == nil) && h.Changed != nil {
+		h.Changed(m.Name)
+	}
+}
+
+func (m *Member) isStarted() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.started
+}
+
+// startInformers discovers which MCS API version the member serves and
+// starts every informer the controller reads. A member without the MCS API
+// CRDs is an error here: it is retried at the next probe.
+func (m *Member) startInformers(ctx context.Context, h Handlers) error {
+	exports, err := m.served(mcsv1b1.ServiceExportPluralName)
+	if err != nil {
+		return err
+	}
+	imports, err := m.served(mcsv1b1.ServiceImportPluralName)
+	if err != nil {
+		return err
+	}
+	kube := informers.NewSharedInformerFactoryWithOptions(m.Kube, 0, informers.WithTransform(trimManagedFields))
+	dyn := dynamicinformer.NewDynamicSharedInformerFactory(m.Dyn, 0)
+	m.services = kube.Core().V1().Services().Informer()
+	m.slices = kube.Discovery().V1().EndpointSlices().Informer()
+	m.namespaces = kube.Core().V1().Namespaces().Informer()
+	m.exports = dyn.ForResource(exports).Informer()
+	m.imports = dyn.ForResource(imports).Informer()
+	if err := m.slices.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{m.exports, m.imports} {
+		if err := inf.SetTransform(toTyped); err != nil {
+			return err
+		}
+	}
+	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){m.services: h.Services, m.slices: h.Slices, m.exports: h.Exports, m.imports: h.Imports} {
+		if _, err := inf.AddEventHandler(handler(m.Name, fn)); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	m.Exports, m.Imports, m.started = exports, imports, true
+	m.mu.Unlock()
+	kube.Start(ctx.Done())
+	dyn.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		kube.Shutdown()
+		dyn.Shutdown()
+	}()
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), m.services.HasSynced, m.slices.HasSynced, m.namespaces.HasSynced, m.exports.HasSynced, m.imports.HasSynced) {
+			klog.InfoS("Member synced", "cluster", m.Name, "serviceExport", exports.Version, "serviceImport", imports.Version)
+			if h.Changed != nil {
+				h.Changed(m.Name)
+			}
+		}
+	}()
+	return nil
+}
+
+// served picks the MCS API version the member serves for resource.
+func (m *Member) served(resource string) (schema.GroupVersionResource, error) {
+	for _, gv := range []schema.GroupVersion{mcsv1b1.SchemeGroupVersion, mcsv1a1.SchemeGroupVersion} {
+		list, err := m.Kube.Discovery().ServerResourcesForGroupVersion(gv.String())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return schema.GroupVersionResource{}, fmt.Errorf("discovering %s: %w", gv, err)
+		}
+		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }) {
+			return gv.WithResource(resource), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("%s.%s is not served in v1beta1 or v1alpha1: install the MCS API CRDs", resource, mcsv1b1.GroupName)
+}
+
+func handler(cluster string, fn func(string, any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { fn(cluster, obj) },
+		UpdateFunc: func(_, obj any) { fn(cluster, obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			fn(cluster, obj)
+		},
+	}
+}
+
+// trimManagedFields drops what no sync reads and most memory goes to.
+func trimManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// toTyped turns the dynamic informers' ServiceExports and ServiceImports
+// into v1beta1 types. v1alpha1 has the same shape in every field the
+// controller reads (spec.type, spec.ports, spec.ips, status), so one type
+// serves members of either version.
+func toTyped(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	var out runtime.Object
+	switch u.GetKind() {
+	case mcsv1b1.ServiceExportKindName:
+		out = &mcsv1b1.ServiceExport{}
+	case mcsv1b1.ServiceImportKindName:
+		out = &mcsv1b1.ServiceImport{}
+	default:
+		return obj, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return out, nil
+}
+
+func sourceServiceIndex(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+		return nil, nil
+	}
+	if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
+		return []string{s.Namespace + "/" + svc}, nil
+	}
+	return nil, nil
+}
+
+func importedServiceIndex(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] != api.ManagedBy {
+		return nil, nil
+	}
+	if svc := s.Labels[mcsv1b1.LabelServiceName]; svc != "" {
+		return []string{s.Namespace + "/" + svc}, nil
+	}
+	return nil, nil
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The readers below serve the controller's sync. They return nothing
+// before the informers started.
+
+// Service is the member's Service namespace/name, or nil.
+func (m *Member) Service(namespace, name string) *corev1.Service {
+	obj := m.get(m.services, namespace, name)
+	s, _ := obj.(*corev1.Service)
+	return s
+}
+
+// Export is the member's ServiceExport namespace/name, or nil.
+func (m *Member) Export(namespace, name string) *mcsv1b1.ServiceExport {
+	e, _ := m.get(m.exports, namespace, name).(*mcsv1b1.ServiceExport)
+	return e
+}
+
+// Import is the member's ServiceImport namespace/name, or nil.
+func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
+	i, _ := m.get(m.imports, namespace, name).(*mcsv1b1.ServiceImport)
+	return i
+}
+
+// HasNamespace reports whether the member has the namespace.
+func (m *Member) HasNamespace(name string) bool {
+	return m.get(m.namespaces, "", name) != nil
+}
+
+// Slice is the member's EndpointSlice namespace/name, or nil.
+func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
+	s, _ := m.get(m.slices, namespace, name).(*discoveryv1.EndpointSlice)
+	return s
+}
+
+// SlicesOf lists the member's slices of service namespace/name by index
+// (BySourceService or ByImportedService), sorted by name.
+func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.EndpointSlice {
+	if !m.isStarted() {
+		return nil
+	}
+	objs, err := m.slices.GetIndexer().ByIndex(index, namespace+"/"+name)
+	if err != nil {
+		return nil
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
+func (m *Member) ImportKeys() []string {
+	if !m.isStarted() {
+		return nil
+	}
+	return m.imports.GetStore().ListKeys()
+}
+
+// ExportKeys lists the keys (namespace/name) of every ServiceExport the member has.
+func (m *Member) ExportKeys() []string {
+	if !m.isStarted() {
+		return nil
+	}
+	return m.exports.GetStore().ListKeys()
+}
+
+func (m *Member) get(inf cache.SharedIndexInformer, namespace, name string) any {
+	if !m.isStarted() {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := inf.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	return obj
+}

@@ -1,0 +1,27 @@
+package members
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var reachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_reachable",
+	Help: "1 when the member cluster's API server answered the last probe, else 0.",
+}, []string{"cluster"})
+
+var writes = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mcs_writes_total",
+	Help: "API writes mcs-controller made, by cluster, kind, verb and result.",
+}, []string{"cluster", "kind", "verb", "result"})
+
+func init() { legacyregistry.RawMustRegister(reachable, writes) }
+
+// CountWrite counts one API write in mcs_writes_total.
+func CountWrite(cluster, kind, verb string, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	writes.WithLabelValues(cluster, kind, verb, result).Inc()
+}

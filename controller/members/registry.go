@@ -1,0 +1,230 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// Options say how members are registered and reached.
+type Options struct {
+	// Kubeconfig, when set, registers one member per context, named after it.
+	Kubeconfig string
+	// Hub and Namespace, when set, register a member per Secret in
+	// Namespace labelled api.LabelCluster, from its api.KeyKubeconfig.
+	Hub       kubernetes.Interface
+	Namespace string
+	// QPS and Burst of every member's API client.
+	QPS   float32
+	Burst int
+	// ProbeEvery is how often each member's API server is probed.
+	ProbeEvery time.Duration
+}
+
+// Registry holds the members. Members come and go at run time (Secrets);
+// every change is reported to Handlers.Changed.
+type Registry struct {
+	opts Options
+	h    Handlers // set by Run
+
+	mu      sync.RWMutex
+	members map[string]*Member
+	secrets cache.SharedIndexInformer
+}
+
+// NewRegistry reads the kubeconfig's contexts; nothing runs until Run.
+func NewRegistry(opts Options) (*Registry, error) {
+	r := &Registry{opts: opts, members: map[string]*Member{}}
+	if opts.Kubeconfig == "" {
+		return r, nil
+	}
+	cfg, err := clientcmd.LoadFromFile(opts.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--clusters-kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Contexts)) {
+		source := fmt.Sprintf("context %s of %s", name, opts.Kubeconfig)
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %q is not a cluster name: %s", source, name, errs[0])
+		}
+		rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		m, err := newMember(name, source, rc, opts.QPS, opts.Burst)
+		if err != nil {
+			return nil, err
+		}
+		r.members[name] = m
+	}
+	return r, nil
+}
+
+// Run starts every member and the Secret watch, and stops them all when
+// ctx ends. Every member's events go to h.
+func (r *Registry) Run(ctx context.Context, h Handlers) {
+	r.mu.Lock()
+	r.h = h
+	for _, m := range r.members {
+		m.start(r.h, r.opts.ProbeEvery)
+	}
+	r.mu.Unlock()
+	if r.opts.Hub != nil {
+		r.watchSecrets(ctx)
+	}
+	<-ctx.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.members {
+		m.stop()
+	}
+}
+
+// Get returns the member of that name, or nil.
+func (r *Registry) Get(name string) *Member {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.members[name]
+}
+
+// List returns every member, sorted by name.
+func (r *Registry) List() []*Member {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := slices.Collect(maps.Values(r.members))
+	slices.SortFunc(out, func(a, b *Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Synced reports whether the registry knows its members: the Secret watch,
+// if any, has listed.
+func (r *Registry) Synced() bool {
+	return r.secrets == nil || r.secrets.HasSynced()
+}
+
+func (r *Registry) watchSecrets(ctx context.Context) {
+	f := informers.NewSharedInformerFactoryWithOptions(r.opts.Hub, 0, informers.WithNamespace(r.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCluster }))
+	r.secrets = f.Core().V1().Secrets().Informer()
+	_, _ = r.secrets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.secretChanged(nil, obj) },
+		UpdateFunc: r.secretChanged,
+		DeleteFunc: func(obj any) { r.secretChanged(obj, nil) },
+	})
+	f.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		f.Shutdown()
+	}()
+}
+
+// secretChanged registers, replaces or removes the member a Secret names.
+// A Secret that cannot be used registers a broken member that says why:
+// an unreachable member, never a removed one, so nothing it provided is
+// deleted because of a typo in its Secret.
+func (r *Registry) secretChanged(oldObj, newObj any) {
+	old, cur := asSecret(oldObj), asSecret(newObj)
+	if old != nil && (cur == nil || old.Labels[api.LabelCluster] != cur.Labels[api.LabelCluster]) {
+		r.remove(old.Labels[api.LabelCluster], sourceOf(old))
+	}
+	if cur == nil {
+		return
+	}
+	if old != nil && old.ResourceVersion == cur.ResourceVersion {
+		return // a resync
+	}
+	name, source := cur.Labels[api.LabelCluster], sourceOf(cur)
+	m, err := r.memberFromSecret(name, source, cur)
+	if err != nil {
+		klog.ErrorS(err, "Cannot register member", "cluster", name, "secret", cur.Namespace+"/"+cur.Name)
+		m = brokenMember(name, source, err)
+	}
+	r.put(m)
+}
+
+func (r *Registry) memberFromSecret(name, source string, s *corev1.Secret) (*Member, error) {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: label %s=%q is not a cluster name: %s", source, api.LabelCluster, name, errs[0])
+	}
+	data, ok := s.Data[api.KeyKubeconfig]
+	if !ok {
+		return nil, fmt.Errorf("%s: no key %q", source, api.KeyKubeconfig)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: key %s: %w", source, api.KeyKubeconfig, err)
+	}
+	return newMember(name, source, rc, r.opts.QPS, r.opts.Burst)
+}
+
+func (r *Registry) put(m *Member) {
+	r.mu.Lock()
+	prev := r.members[m.Name]
+	if prev != nil && prev.Source != m.Source {
+		klog.InfoS("Member registered twice: the later registration is used", "cluster", m.Name, "was", prev.Source, "now", m.Source)
+	}
+	r.members[m.Name] = m
+	r.mu.Unlock()
+	if prev != nil {
+		prev.stop()
+	}
+	m.start(r.h, r.opts.ProbeEvery)
+	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
+	r.changed(m.Name)
+}
+
+func (r *Registry) remove(name, source string) {
+	r.mu.Lock()
+	m := r.members[name]
+	if m == nil || m.Source != source {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.members, name)
+	r.mu.Unlock()
+	m.stop()
+	reachable.DeleteLabelValues(name)
+	klog.InfoS("Member removed", "cluster", name, "source", source)
+	r.changed(name)
+}
+
+func (r *Registry) changed(name string) {
+	if r.h.Changed != nil {
+		r.h.Changed(name)
+	}
+}
+
+func asSecret(obj any) *corev1.Secret {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	s, _ := obj.(*corev1.Secret)
+	return s
+}
+
+func sourceOf(s *corev1.Secret) string { return "secret " + s.Namespace + "/" + s.Name }
+
+// NewRESTConfig loads a kubeconfig (in-cluster config when path is empty),
+// as every controller reaches its own cluster.
+func NewRESTConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}

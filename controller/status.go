@@ -1,0 +1,253 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// Reasons of the MultiClusterService conditions.
+const (
+	reasonInvalidSpec        = "InvalidSpec"
+	reasonApplied            = "Applied"
+	reasonApplyFailed        = "ApplyFailed"
+	reasonNoHubService       = "NoHubService"
+	reasonCollected          = "Collected"
+	reasonNoService          = "NoService"
+	reasonClusterUnreachable = "ClusterUnreachable"
+)
+
+func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
+	upd := mcs.DeepCopy()
+	upd.Finalizers = append(upd.Finalizers, v1alpha1.Finalizer)
+	return c.updateMCS(ctx, upd, false)
+}
+
+// report sets the MultiClusterService's conditions and events from what the
+// sync did, and lets it go once it is being deleted and all it caused is gone.
+func (c *Controller) report(ctx context.Context, mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) error {
+	if mcs.DeletionTimestamp != nil {
+		if !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) || out.err() != nil {
+			return out.err()
+		}
+		upd := mcs.DeepCopy()
+		upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
+		if len(out.unreachable) > 0 {
+			klog.InfoS("MultiClusterService deleted while members are unreachable: they are cleaned when they come back", "service", key(mcs), "unreachable", slices.Sorted(maps.Keys(out.unreachable)))
+		}
+		return c.updateMCS(ctx, upd, false)
+	}
+	upd := mcs.DeepCopy()
+	changed := false
+	for _, cond := range conditions(mcs, plan, out) {
+		cond.ObservedGeneration = mcs.Generation
+		if meta.SetStatusCondition(&upd.Status.Conditions, cond) {
+			changed = true
+			c.event(mcs, cond)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return c.updateMCS(ctx, upd, true)
+}
+
+func (c *Controller) event(mcs *v1alpha1.MultiClusterService, cond metav1.Condition) {
+	if cond.Status == metav1.ConditionTrue {
+		c.recorder.Event(mcs, corev1.EventTypeNormal, cond.Reason, cond.Message)
+		return
+	}
+	c.recorder.Event(mcs, corev1.EventTypeWarning, cond.Reason, cond.Message)
+}
+
+// conditions are the three conditions of a MultiClusterService; a False one
+// names the clusters and the causes.
+func conditions(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) []metav1.Condition {
+	if plan.Invalid != "" {
+		return []metav1.Condition{
+			falseCond(v1alpha1.ServiceApplied, reasonInvalidSpec, plan.Invalid),
+			falseCond(v1alpha1.EndpointSliceCollected, reasonInvalidSpec, plan.Invalid),
+			falseCond(v1alpha1.EndpointSliceApplied, reasonInvalidSpec, plan.Invalid),
+		}
+	}
+	return []metav1.Condition{serviceApplied(mcs, plan, out), collected(mcs, plan, out), applied(plan, out)}
+}
+
+func serviceApplied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {
+	if len(plan.Propagate) == 0 {
+		return trueCond(v1alpha1.ServiceApplied, reasonNoHubService, fmt.Sprintf("no Service %s on the hub: the members' own Services are used", mcs.Name))
+	}
+	targets := slices.Sorted(maps.Keys(plan.Propagate))
+	if msg := join(out.propagateErrs, unreachableIn(out, targets)); msg != "" {
+		return falseCond(v1alpha1.ServiceApplied, reasonApplyFailed, msg)
+	}
+	return trueCond(v1alpha1.ServiceApplied, reasonApplied, "Service applied to "+strings.Join(targets, ", "))
+}
+
+func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {
+	provision := plan.Provision
+	if len(mcs.Spec.ServiceProvisionClusters) == 0 {
+		provision = slices.Concat(provision, plan.Unknown) // any unknown member may have the Service
+	}
+	if msg := join(nil, unreachableIn(out, provision)); msg != "" {
+		return falseCond(v1alpha1.EndpointSliceCollected, reasonClusterUnreachable, msg)
+	}
+	if plan.Import == nil {
+		where := "any member"
+		if len(provision) > 0 {
+			where = strings.Join(provision, ", ")
+		}
+		return falseCond(v1alpha1.EndpointSliceCollected, reasonNoService, fmt.Sprintf("no Service %s/%s in %s", mcs.Namespace, mcs.Name, where))
+	}
+	endpoints := 0
+	for _, s := range plan.Slices {
+		endpoints += len(s.Endpoints)
+	}
+	msg := fmt.Sprintf("%d endpoints in %d EndpointSlices from %s", endpoints, len(plan.Slices), strings.Join(plan.Import.Clusters, ", "))
+	for _, r := range slices.Concat(plan.Skipped, conflictMessages(plan)) {
+		msg += "; " + r
+	}
+	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, msg)
+}
+
+func applied(plan *desired.Plan, out *outcome) metav1.Condition {
+	if msg := join(out.applyErrs, nil); msg != "" {
+		return falseCond(v1alpha1.EndpointSliceApplied, reasonApplyFailed, msg)
+	}
+	if msg := join(nil, unreachableIn(out, plan.Consumption)); msg != "" {
+		return falseCond(v1alpha1.EndpointSliceApplied, reasonClusterUnreachable, msg)
+	}
+	if plan.Import == nil {
+		return falseCond(v1alpha1.EndpointSliceApplied, reasonNoService, "nothing to import: no provision cluster has the Service")
+	}
+	return trueCond(v1alpha1.EndpointSliceApplied, reasonApplied, "imported into "+strings.Join(plan.Consumption, ", "))
+}
+
+func conflictMessages(plan *desired.Plan) []string {
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(plan.Conflicts)) {
+		out = append(out, plan.Conflicts[c].Message)
+	}
+	return out
+}
+
+func unreachableIn(out *outcome, clusters []string) []string {
+	var msgs []string
+	for _, c := range slices.Sorted(maps.Keys(out.unreachable)) {
+		if slices.Contains(clusters, c) {
+			msgs = append(msgs, out.unreachable[c])
+		}
+	}
+	return msgs
+}
+
+func join(a, b []string) string { return strings.Join(slices.Concat(a, b), "; ") }
+
+func trueCond(t, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+}
+
+func falseCond(t, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+}
+
+func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterService, status bool) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mcs)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
+	u.SetKind("MultiClusterService")
+	client := c.opts.HubDyn.Resource(v1alpha1.Resource).Namespace(mcs.Namespace)
+	verb := "update"
+	if status {
+		verb = "update-status"
+		_, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	} else {
+		_, err = client.Update(ctx, u, metav1.UpdateOptions{})
+	}
+	members.CountWrite("hub", "MultiClusterService", verb, err)
+	if err != nil {
+		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
+	}
+	return nil
+}
+
+func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// reportExports sets the MCS API conditions of every ServiceExport of the
+// service: Valid, Ready and Conflict, with mcs-api's reasons.
+func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome) {
+	for _, m := range c.opts.Members.List() {
+		exp := m.Export(namespace, name)
+		if exp == nil || !m.Synced() {
+			continue
+		}
+		upd := exp.DeepCopy()
+		for _, cond := range exportConditions(m.Service(namespace, name), m.Name, key(exp), plan, out) {
+			cond.ObservedGeneration = exp.Generation
+			meta.SetStatusCondition(&upd.Status.Conditions, cond)
+		}
+		if equality.Semantic.DeepEqual(upd.Status, exp.Status) {
+			continue
+		}
+		w := &writer{c: c, m: m, namespace: namespace}
+		if err := w.writeExportStatus(ctx, upd); err != nil {
+			out.applyFailed(m.Name, err)
+		}
+	}
+}
+
+func exportConditions(svc *corev1.Service, cluster, service string, plan *desired.Plan, out *outcome) []metav1.Condition {
+	valid := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonValid, "the Service is exported")
+	switch {
+	case svc == nil:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoService, fmt.Sprintf("%s has no Service %s", cluster, service))
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType, "an ExternalName Service cannot be exported")
+	}
+	conflict := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoConflicts, "no conflict with the other exports")
+	if cf, ok := plan.Conflicts[cluster]; ok {
+		conflict = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionTrue, cf.Reason, cf.Message)
+	}
+	ready := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonExported, "imported into "+strings.Join(plan.Consumption, ", "))
+	switch {
+	case valid.Status != metav1.ConditionTrue:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, valid.Message)
+	case len(out.applyErrs) > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, join(out.applyErrs, nil))
+	case len(unreachableIn(out, plan.Consumption)) > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending, join(nil, unreachableIn(out, plan.Consumption)))
+	}
+	return []metav1.Condition{valid, ready, conflict}
+}
+
+func (w *writer) writeExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
+	return w.do("ServiceExport", "update-status", func() error {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(exp)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		u.SetAPIVersion(w.m.Exports.GroupVersion().String())
+		u.SetKind(mcsv1b1.ServiceExportKindName)
+		_, err = w.m.Dyn.Resource(w.m.Exports).Namespace(w.namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
+}

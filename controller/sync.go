@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// sync makes every member hold what service key (namespace/name) needs:
+// read the caches, compute the plan, write the difference, report.
+func (c *Controller) sync(ctx context.Context, key string) (err error) {
+	start := time.Now()
+	defer func() { syncSvcDuration.WithLabelValues(result(err)).Observe(time.Since(start).Seconds()) }()
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key this controller queued; retrying cannot help
+	}
+	var seen time.Time
+	if t, ok := c.seen.LoadAndDelete(key); ok {
+		seen = t.(time.Time)
+	}
+
+	mcs, decodeErr := c.multiClusterService(namespace, name)
+	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
+		return c.addFinalizer(ctx, mcs) // its update queues the key again
+	}
+	in := c.input(namespace, name, mcs)
+	plan := desired.Compute(in)
+	if decodeErr != nil {
+		plan.Invalid = decodeErr.Error()
+	}
+	out := outcome{}
+	if plan.Invalid == "" {
+		for _, m := range c.opts.Members.List() {
+			c.applyMember(ctx, m, namespace, name, plan, &out, seen)
+		}
+		c.reportExports(ctx, namespace, name, plan, &out)
+	}
+	if mcs != nil {
+		if err := c.report(ctx, mcs, plan, &out); err != nil {
+			return err
+		}
+	}
+	if plan.Invalid != "" {
+		klog.InfoS("Not syncing an invalid MultiClusterService", "service", key, "reason", plan.Invalid)
+		return nil // fixed by an update, which queues the key again
+	}
+	return out.err()
+}
+
+// multiClusterService is the hub's MultiClusterService of that name, with
+// a decoding error when the object does not fit the type.
+func (c *Controller) multiClusterService(namespace, name string) (*v1alpha1.MultiClusterService, error) {
+	obj, ok, _ := c.mcs.GetStore().GetByKey(namespace + "/" + name)
+	if !ok {
+		return nil, nil
+	}
+	switch o := obj.(type) {
+	case *v1alpha1.MultiClusterService:
+		return o, nil
+	case *unstructured.Unstructured:
+		return nil, fmt.Errorf("MultiClusterService %s/%s does not decode: check it against the CRD in deploy/crds", namespace, name)
+	}
+	return nil, nil
+}
+
+// input gathers what the caches hold of the service. A MultiClusterService
+// being deleted counts as absent: what it alone caused goes away.
+func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
+	in := &desired.Input{Namespace: namespace, Name: name, Members: map[string]desired.Member{}}
+	if mcs != nil && mcs.DeletionTimestamp == nil {
+		in.MCS = mcs
+		if obj, ok, _ := c.hubServices.GetStore().GetByKey(namespace + "/" + name); ok {
+			in.HubService, _ = obj.(*corev1.Service)
+		}
+	}
+	for _, m := range c.opts.Members.List() {
+		if !m.Synced() {
+			in.Members[m.Name] = desired.Member{}
+			continue
+		}
+		in.Members[m.Name] = desired.Member{
+			Known:   true,
+			Service: m.Service(namespace, name),
+			Export:  m.Export(namespace, name),
+			Slices:  m.SlicesOf(members.BySourceService, namespace, name),
+		}
+	}
+	return in
+}
+
+// outcome collects what applying a plan did and what failed, by member.
+type outcome struct {
+	propagateErrs, applyErrs []string
+	// unreachable members are reported, not retried: a member that comes
+	// back queues every service again.
+	unreachable map[string]string
+}
+
+func (o *outcome) cannotReach(cluster string, err error) {
+	if o.unreachable == nil {
+		o.unreachable = map[string]string{}
+	}
+	o.unreachable[cluster] = err.Error()
+}
+
+func (o *outcome) propagateFailed(cluster string, err error) {
+	o.propagateErrs = append(o.propagateErrs, cluster+": "+err.Error())
+}
+
+func (o *outcome) applyFailed(cluster string, err error) {
+	o.applyErrs = append(o.applyErrs, cluster+": "+err.Error())
+}
+
+func (o *outcome) err() error {
+	if all := slices.Concat(o.propagateErrs, o.applyErrs); len(all) > 0 {
+		return errors.New(strings.Join(all, "; "))
+	}
+	return nil
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// trackTTL bounds how long a write is remembered: far longer than an
+// informer takes to deliver it, short enough that a lost event heals.
+const trackTTL = 30 * time.Second
+
+// tracker remembers what this controller wrote until the informer caches
+// catch up. A sync that runs before its previous write reached the cache
+// then compares against what it wrote, rather than writing it again or
+// failing on a stale resourceVersion: one write per change.
+type tracker struct {
+	mu   sync.Mutex
+	objs map[trackKey]tracked
+}
+
+type trackKey struct{ cluster, kind, namespace, name string }
+
+type tracked struct {
+	obj     metav1.Object // nil: deleted
+	deleted types.UID     // the UID deleted, when obj is nil
+	at      time.Time
+}
+
+func newTracker() *tracker { return &tracker{objs: map[trackKey]tracked{}} }
+
+func (t *tracker) wrote(k trackKey, obj metav1.Object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.objs[k] = tracked{obj: obj, at: time.Now()}
+}
+
+func (t *tracker) deleted(k trackKey, uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.objs[k] = tracked{deleted: uid, at: time.Now()}
+}
+
+// latest is the newest of what the cache holds and what was written; nil
+// when the object is absent or known to be deleted.
+func (t *tracker) latest(k trackKey, cached metav1.Object) metav1.Object {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, ok := t.objs[k]
+	if !ok {
+		return cached
+	}
+	if time.Since(w.at) > trackTTL {
+		delete(t.objs, k)
+		return cached
+	}
+	if w.obj == nil { // deleted by us
+		if cached != nil && cached.GetUID() == w.deleted {
+			return nil
+		}
+		delete(t.objs, k)
+		return cached
+	}
+	if cached != nil && newerOrSame(cached, w.obj) {
+		delete(t.objs, k)
+		return cached
+	}
+	return w.obj
+}
+
+// newerOrSame compares resourceVersions, which etcd-backed API servers make
+// integers that grow (and Kubernetes defines as comparable); anything else
+// counts as newer, so the cache is trusted.
+func newerOrSame(a, b metav1.Object) bool {
+	ra, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	rb, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	if errA != nil || errB != nil {
+		return true
+	}
+	return a.GetUID() != b.GetUID() || ra >= rb
+}
