@@ -10,6 +10,7 @@ all: build
 
 build:
 	$(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
+	$(GO) build -trimpath -o bin/mcs-controller ./cmd/mcs-controller
 
 # The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
 # (controller-gen from api/codegen/go.mod); a unit test fails when they are stale.
