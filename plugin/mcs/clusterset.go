@@ -2,7 +2,6 @@ package mcs
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -78,14 +77,18 @@ func (m *MCS) clustersetService(q *query, v *view) (response, bool) {
 	if v.headless() && len(eps) == 0 {
 		return response{}, false // a headless import without ready endpoints does not exist
 	}
-	switch {
-	case q.name.shape == shapeService:
+	// <clusterid> and _<proto> have no records but names below them: such a
+	// name exists (RFC 8020), so it is NODATA, never NXDOMAIN, or resolvers
+	// would deny the names below.
+	switch q.name.shape {
+	case shapeService:
 		return m.clustersetRecords(q, v, eps, "", "", false), true
-	case q.name.shape == shapeOneLabel:
-		return nodata, v.clustersetNonTerminal(q.name.first)
-	case q.name.portQuery(true):
-		name, protocol := q.name.portFilter()
-		resp := m.clustersetRecords(q, v, eps, name, protocol, true)
+	case shapeCluster:
+		return nodata, v.hasEndpointsIn(q.name.cluster)
+	case shapeProto:
+		return nodata, v.hasProtocol(q.name.proto)
+	case shapePort:
+		resp := m.clustersetRecords(q, v, eps, q.name.port, q.name.proto, true)
 		return resp, resp.rcode == dns.RcodeSuccess
 	}
 	return m.clustersetEndpoint(q, v)
@@ -128,7 +131,7 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 	if !v.headless() {
 		return response{}, false
 	}
-	host, cluster := q.name.first, q.name.second
+	host, cluster := q.name.host, q.name.cluster
 	var ss []*endpointSlice
 	for _, s := range v.imported {
 		if s.cluster == cluster && s.hasHost(host) {
@@ -143,47 +146,6 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 		return nodata, true
 	}
 	return response{answer: endpointRecords(q.owner, qtype, ss, host, m.cfg.ttl)}, true
-}
-
-// clustersetNonTerminal reports whether <label>.<svc>.<ns>.svc.<zone> has
-// names below it: <clusterid> of a headless import's endpoints, or the
-// _<proto> of a port. Such a name has no records but exists (RFC 8020), so
-// it is NODATA, never NXDOMAIN, or resolvers would deny the names below.
-func (v *view) clustersetNonTerminal(label string) bool {
-	if proto, ok := strings.CutPrefix(label, "_"); ok {
-		return v.hasProtocol(proto)
-	}
-	if !v.headless() {
-		return false
-	}
-	for _, s := range v.imported {
-		if s.cluster == label {
-			return true
-		}
-	}
-	return false
-}
-
-func (v *view) hasProtocol(proto string) bool {
-	if !v.headless() {
-		return hasNamedProtocol(v.imp.ports, proto)
-	}
-	for _, s := range v.imported {
-		if hasNamedProtocol(s.ports, proto) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasNamedProtocol: only named ports have SRV names (KEP-1645 §2.3.2).
-func hasNamedProtocol(ports []port, proto string) bool {
-	for _, p := range ports {
-		if p.name != "" && p.protocol == proto {
-			return true
-		}
-	}
-	return false
 }
 
 // nxdomain denies a clusterset name, or passes it on under fallthrough.

@@ -14,7 +14,7 @@ import (
 func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 	w, r := q.state.W, q.state.Req
 	switch q.name.shape {
-	case shapeService, shapeOneLabel, shapeTwoLabels:
+	case shapeService, shapeEndpoint, shapePort:
 	default:
 		return m.next(ctx, w, r)
 	}
@@ -26,10 +26,10 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 		return m.next(ctx, w, r)
 	}
 	host, mode := "", m.cfg.answer
-	if q.name.shape == shapeOneLabel {
+	if q.name.shape == shapeEndpoint {
 		// An endpoint's own name answers that endpoint, never a VIP, whatever
 		// the service's type: so does the kubernetes plugin.
-		host, mode = q.name.first, answerEndpoints
+		host, mode = q.name.host, answerEndpoints
 	}
 	c, ok := decide(v, mode, v.sets(m.idx, host, time.Now()))
 	if !ok {
@@ -50,7 +50,7 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 // when an SRV name asks for a port the chosen set does not have.
 func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, bool) {
 	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
-	if q.name.shape == shapeTwoLabels {
+	if q.name.shape == shapePort {
 		return m.nativeSRV(q, v, c, host, true)
 	}
 	switch qtype {
@@ -70,7 +70,7 @@ func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, 
 func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (response, bool) {
 	name, protocol := "", ""
 	if byPort {
-		name, protocol = q.name.portFilter()
+		name, protocol = q.name.port, q.name.proto
 	}
 	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
 	set := newSRVSet(m.cfg.ttl)

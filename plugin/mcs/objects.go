@@ -39,6 +39,12 @@ type port struct {
 	port           int32
 }
 
+// matches reports whether p answers an SRV name asking for port name and
+// protocol; "" asks for any.
+func (p port) matches(name, protocol string) bool {
+	return (name == "" || p.name == name) && (protocol == "" || p.protocol == protocol)
+}
+
 type service struct {
 	objMeta
 	headless bool

@@ -32,7 +32,7 @@ type config struct {
 }
 
 func setup(c *caddy.Controller) error {
-	cfg, err := parse(c)
+	cfg, err := parseCorefile(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
@@ -65,7 +65,9 @@ func newMCS(cfg *config, cl clients) *MCS {
 	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx)}
 }
 
-func parse(c *caddy.Controller) (*config, error) {
+// parseCorefile reads the mcs stanza of a server block (query names are
+// parsed by parseName, in qname.go).
+func parseCorefile(c *caddy.Controller) (*config, error) {
 	var cfg *config
 	for c.Next() {
 		if cfg != nil {

@@ -40,7 +40,7 @@ func writeKubeconfig(t *testing.T) string {
 func parseInput(input string, blockKeys ...string) (*config, error) {
 	c := caddy.NewTestController("dns", input)
 	c.ServerBlockKeys = blockKeys
-	return parse(c)
+	return parseCorefile(c)
 }
 
 func TestParseValid(t *testing.T) {

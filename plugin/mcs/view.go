@@ -58,6 +58,44 @@ func (v *view) native() bool { return v != nil && v.strategy != "" }
 // propagated; a consumption-only cluster has no Service to look at.
 func (v *view) headless() bool { return v.imp != nil && v.imp.headless }
 
+// hasEndpointsIn reports whether a headless import has endpoints in
+// cluster: <cluster>.<svc>.<ns>.svc.<clusterset zone> then has names below it.
+func (v *view) hasEndpointsIn(cluster string) bool {
+	if !v.headless() {
+		return false
+	}
+	for _, s := range v.imported {
+		if s.cluster == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+// hasProtocol reports whether a named port of the import (of its slices,
+// when headless) speaks proto: _<proto>.<svc>… then has SRV names below it.
+func (v *view) hasProtocol(proto string) bool {
+	if !v.headless() {
+		return hasNamedProtocol(v.imp.ports, proto)
+	}
+	for _, s := range v.imported {
+		if hasNamedProtocol(s.ports, proto) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasNamedProtocol: only named ports have SRV names (KEP-1645 §2.3.2).
+func hasNamedProtocol(ports []port, proto string) bool {
+	for _, p := range ports {
+		if p.name != "" && p.protocol == proto {
+			return true
+		}
+	}
+	return false
+}
+
 // sets are the endpoint candidates of one query: L, and R split into fresh
 // and stale source clusters (expired Lease), restricted to host if set.
 type sets struct {

@@ -1,0 +1,108 @@
+package mcs
+
+import "strings"
+
+// shape is what a query name names under its zone. The labels left of a
+// service mean different things in the two kinds of zone: in a native zone
+// one label is an endpoint's hostname and two are _port._proto (always, as
+// in the kubernetes plugin); in the clusterset zone one label is a cluster
+// id or an _proto, and two are hostname.clusterid unless either starts
+// with "_", when they are _port._proto.
+type shape int
+
+const (
+	shapeOther     shape = iota // the apex, or any name not under svc.<zone>
+	shapeSvc                    // svc.<zone>
+	shapeNamespace              // <ns>.svc.<zone>
+	shapeService                // <svc>.<ns>.svc.<zone>
+	shapeEndpoint               // <host>.<svc>… (native), <host>.<cluster>.<svc>… (clusterset)
+	shapePort                   // _<port>._<proto>.<svc>…
+	shapeCluster                // <cluster>.<svc>… (clusterset): names exist below it
+	shapeProto                  // _<proto>.<svc>… (clusterset): names exist below it
+	shapeTooLong                // deeper than any record
+)
+
+// qname is a query name split into the labels the Kubernetes DNS schemas use.
+type qname struct {
+	shape     shape
+	base      string // the name without the zone and its dot; "" at the apex
+	namespace string
+	service   string
+	host      string // shapeEndpoint: the endpoint's hostname
+	cluster   string // shapeEndpoint (clusterset), shapeCluster: a cluster id
+	port      string // shapePort: the port name, without its "_"
+	proto     string // shapePort, shapeProto: the protocol, without its "_"
+}
+
+// parseName splits name (lower-case, fully qualified, inside zone) without
+// allocating: the labels are substrings of name. Names with escaped
+// characters match no Kubernetes object, so they are left as shapeOther.
+func parseName(name, zone string) qname {
+	base := strings.TrimSuffix(strings.TrimSuffix(name, zone), ".")
+	q := qname{base: base}
+	if base == "" || strings.IndexByte(base, '\\') >= 0 {
+		return q
+	}
+	rest, l := cutLast(base)
+	if l != "svc" {
+		return q
+	}
+	q.shape = shapeSvc
+	if rest == "" {
+		return q
+	}
+	rest, q.namespace = cutLast(rest)
+	q.shape = shapeNamespace
+	if rest == "" {
+		return q
+	}
+	rest, q.service = cutLast(rest)
+	q.shape = shapeService
+	if rest == "" {
+		return q
+	}
+	rest, inner := cutLast(rest) // the label next to the service
+	if rest == "" {
+		q.oneLabel(inner, zone == clustersetZone)
+		return q
+	}
+	rest, outer := cutLast(rest)
+	if rest != "" {
+		q.shape = shapeTooLong
+		return q
+	}
+	q.twoLabels(outer, inner, zone == clustersetZone)
+	return q
+}
+
+// oneLabel files <label>.<svc>…: a hostname in a native zone, a cluster id
+// or an _proto in the clusterset zone.
+func (q *qname) oneLabel(label string, clusterset bool) {
+	switch proto, isProto := strings.CutPrefix(label, "_"); {
+	case !clusterset:
+		q.shape, q.host = shapeEndpoint, label
+	case isProto:
+		q.shape, q.proto = shapeProto, proto
+	default:
+		q.shape, q.cluster = shapeCluster, label
+	}
+}
+
+// twoLabels files <outer>.<inner>.<svc>…: _port._proto, or in the clusterset
+// zone hostname.clusterid when neither label starts with "_".
+func (q *qname) twoLabels(outer, inner string, clusterset bool) {
+	if clusterset && !strings.HasPrefix(outer, "_") && !strings.HasPrefix(inner, "_") {
+		q.shape, q.host, q.cluster = shapeEndpoint, outer, inner
+		return
+	}
+	q.shape = shapePort
+	q.port, q.proto = strings.TrimPrefix(outer, "_"), strings.TrimPrefix(inner, "_")
+}
+
+func cutLast(s string) (rest, label string) {
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return "", s
+	}
+	return s[:i], s[i+1:]
+}
