@@ -73,7 +73,7 @@ func (m *MCS) nsRecords(name string) []dns.RR {
 // clustersetService answers the names under an imported service. ok is false
 // for names that do not exist (NXDOMAIN).
 func (m *MCS) clustersetService(q *query, v *view) (response, bool) {
-	eps := firstNonEmpty(v.importedSets(m.idx, time.Now()))
+	eps := firstNonEmpty(v.splitImported(m.idx, time.Now()))
 	if v.headless() && len(eps) == 0 {
 		return response{}, false // a headless import without ready endpoints does not exist
 	}

@@ -2,39 +2,6 @@ package mcs
 
 import "net"
 
-type strategy string
-
-const (
-	strategyRemoteAndLocal strategy = "RemoteAndLocal"
-	strategyLocalFirst     strategy = "LocalFirst"
-)
-
-func parseStrategyValue(s string) (strategy, bool) {
-	switch strategy(s) {
-	case strategyRemoteAndLocal, strategyLocalFirst:
-		return strategy(s), true
-	}
-	return "", false
-}
-
-type answerMode string
-
-const (
-	answerVIP       answerMode = "vip"
-	answerEndpoints answerMode = "endpoints"
-)
-
-// outcome labels the requests metric: which set an answer came from.
-type outcome string
-
-const (
-	outcomeLocal    outcome = "local"
-	outcomeRemote   outcome = "remote"
-	outcomeCombined outcome = "combined"
-	outcomeNXDomain outcome = "nxdomain"
-	outcomeServfail outcome = "servfail"
-)
-
 // choice is what one native query is answered with: virtual IPs (and the
 // ports that go with them) or the endpoints of some slices.
 type choice struct {
@@ -48,7 +15,7 @@ type choice struct {
 // decide is SPEC §5's decision table for a cluster.local name. ok is false
 // when mcs has nothing to answer with: the query then goes to the next plugin,
 // which answers as it would for an endpoint-less service.
-func decide(v *view, mode answerMode, s sets) (c choice, ok bool) {
+func decide(v *view, mode answerMode, s candidates) (c choice, ok bool) {
 	useVIP := mode == answerVIP && !v.headless()
 	if v.strategy == strategyLocalFirst {
 		return localFirst(v, useVIP, s)
@@ -56,7 +23,7 @@ func decide(v *view, mode answerMode, s sets) (c choice, ok bool) {
 	return remoteAndLocal(v, useVIP, s)
 }
 
-func localFirst(v *view, useVIP bool, s sets) (choice, bool) {
+func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
 	if len(s.local) > 0 {
 		if useVIP && v.hasLocalVIP() {
 			return choice{outcome: outcomeLocal, vips: v.svc.ips, ports: v.svc.ports}, true
@@ -80,7 +47,7 @@ func localFirst(v *view, useVIP bool, s sets) (choice, bool) {
 	return choice{}, false
 }
 
-func remoteAndLocal(v *view, useVIP bool, s sets) (choice, bool) {
+func remoteAndLocal(v *view, useVIP bool, s candidates) (choice, bool) {
 	if useVIP && v.hasSetVIP() {
 		return choice{outcome: outcomeCombined, vips: v.imp.ips, ports: v.imp.ports}, true
 	}
@@ -89,6 +56,3 @@ func remoteAndLocal(v *view, useVIP bool, s sets) (choice, bool) {
 	}
 	return choice{}, false
 }
-
-func (v *view) hasLocalVIP() bool { return v.svc != nil && len(v.svc.ips) > 0 }
-func (v *view) hasSetVIP() bool   { return v.imp != nil && len(v.imp.ips) > 0 }

@@ -39,6 +39,17 @@ var (
 	})
 )
 
+// outcome labels the requests metric: which set an answer came from.
+type outcome string
+
+const (
+	outcomeLocal    outcome = "local"
+	outcomeRemote   outcome = "remote"
+	outcomeCombined outcome = "combined"
+	outcomeNXDomain outcome = "nxdomain"
+	outcomeServfail outcome = "servfail"
+)
+
 // strategyNone labels answers that no strategy applies to (clusterset names,
 // SERVFAIL before sync).
 const strategyNone = "none"

@@ -31,7 +31,7 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 		// the service's type: so does the kubernetes plugin.
 		host, mode = q.name.host, answerEndpoints
 	}
-	c, ok := decide(v, mode, v.sets(m.idx, host, time.Now()))
+	c, ok := decide(v, mode, v.split(m.idx, host, time.Now()))
 	if !ok {
 		return m.next(ctx, w, r)
 	}

@@ -74,6 +74,16 @@ type endpointSlice struct {
 	endpoints []endpoint // ready ones only
 }
 
+// hasHost reports whether an endpoint of s has hostname host.
+func (s *endpointSlice) hasHost(host string) bool {
+	for _, e := range s.endpoints {
+		if e.hostname == host {
+			return true
+		}
+	}
+	return false
+}
+
 type lease struct {
 	objMeta
 	cluster string

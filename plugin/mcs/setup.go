@@ -31,6 +31,31 @@ type config struct {
 	where    string // "file:line" of the stanza, for errors found after parsing
 }
 
+// strategy is a service's strategy for its native names (the strategy
+// option, or the annotation of its ServiceImport).
+type strategy string
+
+const (
+	strategyRemoteAndLocal strategy = "RemoteAndLocal"
+	strategyLocalFirst     strategy = "LocalFirst"
+)
+
+func parseStrategyValue(s string) (strategy, bool) {
+	switch strategy(s) {
+	case strategyRemoteAndLocal, strategyLocalFirst:
+		return strategy(s), true
+	}
+	return "", false
+}
+
+// answerMode is the answer option: what a ClusterIP service answers.
+type answerMode string
+
+const (
+	answerVIP       answerMode = "vip"
+	answerEndpoints answerMode = "endpoints"
+)
+
 func setup(c *caddy.Controller) error {
 	cfg, err := parseCorefile(c)
 	if err != nil {

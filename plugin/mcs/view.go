@@ -54,6 +54,9 @@ func byClusterThenName(a, b *endpointSlice) int {
 // native reports whether this service's cluster.local names are answered by mcs.
 func (v *view) native() bool { return v != nil && v.strategy != "" }
 
+func (v *view) hasLocalVIP() bool { return v.svc != nil && len(v.svc.ips) > 0 }
+func (v *view) hasSetVIP() bool   { return v.imp != nil && len(v.imp.ips) > 0 }
+
 // headless follows the import's type: it is what the MultiClusterService
 // propagated; a consumption-only cluster has no Service to look at.
 func (v *view) headless() bool { return v.imp != nil && v.imp.headless }
@@ -96,34 +99,35 @@ func hasNamedProtocol(ports []port, proto string) bool {
 	return false
 }
 
-// sets are the endpoint candidates of one query: L, and R split into fresh
-// and stale source clusters (expired Lease), restricted to host if set.
-type sets struct {
+// candidates are the endpoints one native query may be answered with: L,
+// and R split into fresh and stale source clusters (expired Lease),
+// restricted to host if set.
+type candidates struct {
 	local, fresh, stale, union []*endpointSlice
 }
 
-// sets splits the view for one query. The common case (all names, no stale
-// cluster) reuses the view's lists and allocates nothing.
-func (v *view) sets(x *index, host string, now time.Time) sets {
+// split gives the candidates of one query. The common case (all names, no
+// stale cluster) reuses the view's lists and allocates nothing.
+func (v *view) split(x *index, host string, now time.Time) candidates {
 	if host == "" && !v.anyStale(x, v.remote, now) {
-		return sets{local: v.local, fresh: v.remote, union: v.union}
+		return candidates{local: v.local, fresh: v.remote, union: v.union}
 	}
-	var s sets
-	s.local = withHost(v.local, host)
+	var c candidates
+	c.local = withHost(v.local, host)
 	for _, sl := range withHost(v.remote, host) {
 		if x.stale(sl.cluster, now) {
-			s.stale = append(s.stale, sl)
+			c.stale = append(c.stale, sl)
 		} else {
-			s.fresh = append(s.fresh, sl)
+			c.fresh = append(c.fresh, sl)
 		}
 	}
-	s.union = append(append([]*endpointSlice{}, s.local...), s.fresh...)
-	return s
+	c.union = append(append([]*endpointSlice{}, c.local...), c.fresh...)
+	return c
 }
 
-// importedSets is sets for clusterset answers: every imported slice, this
-// cluster's own included, with stale clusters split out.
-func (v *view) importedSets(x *index, now time.Time) (fresh, stale []*endpointSlice) {
+// splitImported is split for clusterset answers: every imported slice,
+// this cluster's own included, with stale clusters split out.
+func (v *view) splitImported(x *index, now time.Time) (fresh, stale []*endpointSlice) {
 	if !v.anyStale(x, v.imported, now) {
 		return v.imported, nil
 	}
@@ -157,15 +161,6 @@ func withHost(ss []*endpointSlice, host string) []*endpointSlice {
 		}
 	}
 	return out
-}
-
-func (s *endpointSlice) hasHost(host string) bool {
-	for _, e := range s.endpoints {
-		if e.hostname == host {
-			return true
-		}
-	}
-	return false
 }
 
 // firstNonEmpty is the stale rule: stale clusters are used only when nothing else is left.
