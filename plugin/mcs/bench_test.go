@@ -7,6 +7,8 @@ import (
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // BenchmarkServeDNS measures the answer path (index lookup, decision,
@@ -50,7 +52,7 @@ func BenchmarkServeDNS(b *testing.B) {
 func addServices(x *index, n int) {
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
-		x.setImport(nil, &serviceImport{objMeta: objMeta{namespace: "bulk", name: name}, ips: parseIPs([]string{"10.200.0.1"}), strategy: strategyRemoteAndLocal})
+		x.setImport(nil, &serviceImport{objMeta: objMeta{namespace: "bulk", name: name}, ips: parseIPs([]string{"10.200.0.1"}), strategy: api.RemoteAndLocal})
 		x.setSlice(nil, &endpointSlice{objMeta: objMeta{namespace: "bulk", name: name + "-a"}, service: name, imported: true, cluster: "member2",
 			endpoints: []endpoint{{ip: parseIP("10.201.0.1"), hostname: "10-201-0-1"}}})
 	}

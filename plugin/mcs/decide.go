@@ -1,6 +1,10 @@
 package mcs
 
-import "net"
+import (
+	"net"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
 
 // choice is what one native query is answered with: virtual IPs (and the
 // ports that go with them) or the endpoints of some slices.
@@ -17,7 +21,7 @@ type choice struct {
 // which answers as it would for an endpoint-less service.
 func decide(v *view, mode answerMode, s candidates) (c choice, ok bool) {
 	useVIP := mode == answerVIP && !v.headless()
-	if v.strategy == strategyLocalFirst {
+	if v.strategy == api.LocalFirst {
 		return localFirst(v, useVIP, s)
 	}
 	return remoteAndLocal(v, useVIP, s)

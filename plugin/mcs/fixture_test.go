@@ -25,6 +25,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // The fake clientsets' watches do not send the initial events that the
@@ -219,7 +221,7 @@ type importOpt func(*mcsv1b1.ServiceImport)
 
 func withStrategy(s string) importOpt {
 	return func(si *mcsv1b1.ServiceImport) {
-		si.Annotations = map[string]string{annotationStrategy: s}
+		si.Annotations = map[string]string{api.AnnotationStrategy: s}
 	}
 }
 
@@ -260,16 +262,16 @@ func sliceObj(ns, name string, labels map[string]string, ports []portSpec, eps .
 
 // localSlice is a slice of this cluster's own Service.
 func localSlice(ns, svc, name string, ports []portSpec, eps ...ep) *discoveryv1.EndpointSlice {
-	return sliceObj(ns, name, map[string]string{labelService: svc}, ports, eps...)
+	return sliceObj(ns, name, map[string]string{discoveryv1.LabelServiceName: svc}, ports, eps...)
 }
 
 // importedSlice is written by mcs-controller: labelled with the source
 // cluster, and with kubernetes.io/service-name=derived-<svc>.
 func importedSlice(ns, svc, cluster, name string, ports []portSpec, eps ...ep) *discoveryv1.EndpointSlice {
-	return sliceObj(ns, "imported-"+cluster+"-"+name, map[string]string{
-		labelMCSService:    svc,
-		labelSourceCluster: cluster,
-		labelService:       "derived-" + svc,
+	return sliceObj(ns, api.ImportedPrefix+cluster+"-"+name, map[string]string{
+		mcsv1b1.LabelServiceName:     svc,
+		mcsv1b1.LabelSourceCluster:   cluster,
+		discoveryv1.LabelServiceName: api.DerivedPrefix + svc,
 	}, ports, eps...)
 }
 
@@ -284,7 +286,7 @@ func clusterProperty(value string) *unstructured.Unstructured {
 func leaseObj(cluster string, renewed time.Time, seconds int32) *coordv1.Lease {
 	t := metav1.NewMicroTime(renewed)
 	return &coordv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: leaseNamespace, Name: leasePrefix + cluster},
+		ObjectMeta: metav1.ObjectMeta{Namespace: api.LeaseNamespace, Name: api.LeasePrefix + cluster},
 		Spec:       coordv1.LeaseSpec{RenewTime: &t, LeaseDurationSeconds: &seconds},
 	}
 }

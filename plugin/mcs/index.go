@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 type svcKey struct{ namespace, name string }
@@ -31,12 +33,12 @@ type index struct {
 	// swapped atomically rather than another thing under mu.
 	leases atomic.Pointer[map[string]time.Time]
 
-	self     string   // this cluster's name, set before informers start
-	strategy strategy // the strategy option: applies to imports without the annotation
+	self     string       // this cluster's name, set before informers start
+	strategy api.Strategy // the strategy option: applies to imports without the annotation
 	serial   atomic.Uint32
 }
 
-func newIndex(s strategy) *index {
+func newIndex(s api.Strategy) *index {
 	x := &index{
 		entries:    map[svcKey]*entry{},
 		views:      map[svcKey]*view{},

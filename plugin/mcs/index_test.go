@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	x := newIndex("")
 	x.self = self
 	svc := toService(serviceObj("demo", "serve", []string{vipLocal}))
-	imp := &serviceImport{objMeta: objMeta{namespace: "demo", name: "serve"}, strategy: strategyLocalFirst}
+	imp := &serviceImport{objMeta: objMeta{namespace: "demo", name: "serve"}, strategy: api.LocalFirst}
 	a := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.2"}, ep{ip: localIP}))
 	b := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3"}))
 	x.setService(nil, svc)

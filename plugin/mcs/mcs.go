@@ -15,16 +15,10 @@ const pluginName = "mcs"
 
 var log = clog.NewWithPlugin(pluginName)
 
-// Keys of the product contract (SPEC §2) that the plugin reads.
-const (
-	annotationStrategy = "mcs.coredns-mcs.io/strategy"
-	labelMCSService    = "multicluster.kubernetes.io/service-name"
-	labelSourceCluster = "multicluster.kubernetes.io/source-cluster"
-	labelService       = "kubernetes.io/service-name"
-	leaseNamespace     = "mcs-system"
-	leasePrefix        = "source-"
-	clustersetZone     = "clusterset.local."
-)
+// clustersetZone is the zone answered per the MCS DNS specification. The
+// labels, annotation and Lease names the plugin reads come from
+// sigs.k8s.io/mcs-api, k8s.io/api and this project's api package.
+const clustersetZone = "clusterset.local."
 
 // MCS is the plugin: the handler reads the in-memory index that the
 // watcher's informers keep current.

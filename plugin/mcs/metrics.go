@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // Metrics go to the default registry, which the prometheus plugin exports
@@ -54,7 +56,7 @@ const (
 // SERVFAIL before sync).
 const strategyNone = "none"
 
-func count(zone string, s strategy, o outcome) {
+func count(zone string, s api.Strategy, o outcome) {
 	label := string(s)
 	if label == "" {
 		label = strategyNone

@@ -12,6 +12,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 const (
@@ -74,7 +76,7 @@ var (
 // TestDecisionTable walks every cell of SPEC §5's table for an A query of
 // the native name. want nil means mcs passes the query to the next plugin.
 func TestDecisionTable(t *testing.T) {
-	lf, ral := string(strategyLocalFirst), string(strategyRemoteAndLocal)
+	lf, ral := string(api.LocalFirst), string(api.RemoteAndLocal)
 	rows := []struct {
 		name     string
 		answer   answerMode
@@ -153,12 +155,12 @@ func TestStaleClusters(t *testing.T) {
 	expired, fresh := time.Now().Add(-time.Hour), time.Now()
 	tests := []struct {
 		name     string
-		strategy strategy
+		strategy api.Strategy
 		local    []ep
 		want     []string
 	}{
-		{"RemoteAndLocal leaves stale out", strategyRemoteAndLocal, readyLocal, []string{localIP, remote3IP}},
-		{"LocalFirst falls back to fresh remote only", strategyLocalFirst, notReadyLocal, []string{remote3IP}},
+		{"RemoteAndLocal leaves stale out", api.RemoteAndLocal, readyLocal, []string{localIP, remote3IP}},
+		{"LocalFirst falls back to fresh remote only", api.LocalFirst, notReadyLocal, []string{remote3IP}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,7 +183,7 @@ func TestStaleUsedWhenNothingElse(t *testing.T) {
 	cfg := baseConfig()
 	cfg.answer = answerEndpoints
 	f := newFixture(t, cfg,
-		importObj("demo", "serve", nil, nil, withStrategy(string(strategyRemoteAndLocal))),
+		importObj("demo", "serve", nil, nil, withStrategy(string(api.RemoteAndLocal))),
 		localSlice("demo", "serve", "a", nil, notReadyLocal...),
 		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...),
 		leaseObj("member2", time.Now().Add(-time.Hour), 30))
@@ -193,7 +195,7 @@ func TestStaleUsedWhenNothingElse(t *testing.T) {
 		t.Fatal("member2 should be stale")
 	}
 	f.waitFor(func() bool { return testutil.ToFloat64(staleClusters) == 1 }, "the stale_clusters gauge")
-	if _, err := f.kube.CoordinationV1().Leases(leaseNamespace).Update(t.Context(), leaseObj("member2", time.Now(), 30), metav1UpdateOptions); err != nil {
+	if _, err := f.kube.CoordinationV1().Leases(api.LeaseNamespace).Update(t.Context(), leaseObj("member2", time.Now(), 30), metav1UpdateOptions); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor(func() bool { return !f.m.idx.stale("member2", time.Now()) }, "member2 renewed")
@@ -206,7 +208,7 @@ func TestOwnImportedSlicesAreNotRemote(t *testing.T) {
 	cfg := baseConfig()
 	cfg.answer = answerEndpoints
 	f := newFixture(t, cfg,
-		importObj("demo", "serve", nil, nil, withStrategy(string(strategyLocalFirst))),
+		importObj("demo", "serve", nil, nil, withStrategy(string(api.LocalFirst))),
 		localSlice("demo", "serve", "a", nil, notReadyLocal...),
 		importedSlice("demo", "serve", self, "a", nil, ep{ip: "10.1.0.99"}),
 		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...))
@@ -218,13 +220,13 @@ func TestOwnImportedSlicesAreNotRemote(t *testing.T) {
 func TestWhichServicesAreNative(t *testing.T) {
 	tests := []struct {
 		name   string
-		option strategy
+		option api.Strategy
 		objs   []runtime.Object
 		native bool
 	}{
-		{"no import", strategyLocalFirst, []runtime.Object{serviceObj("demo", "serve", []string{vipLocal}, httpPort)}, false},
+		{"no import", api.LocalFirst, []runtime.Object{serviceObj("demo", "serve", []string{vipLocal}, httpPort)}, false},
 		{"import without annotation", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil)}, false},
-		{"import under the strategy option", strategyRemoteAndLocal, []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil)}, true},
+		{"import under the strategy option", api.RemoteAndLocal, []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil)}, true},
 		{"annotated import", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil, withStrategy("RemoteAndLocal"))}, true},
 		{"annotation that is no strategy", "", []runtime.Object{importObj("demo", "serve", []string{vipSet}, nil, withStrategy("Nearest"))}, false},
 	}
@@ -242,8 +244,8 @@ func TestWhichServicesAreNative(t *testing.T) {
 
 func TestAnnotationOverridesOption(t *testing.T) {
 	cfg := baseConfig()
-	cfg.strategy = strategyRemoteAndLocal
-	f := newFixture(t, cfg, scenario{string(strategyLocalFirst), false, true, true, readyLocal, readyRemote}.objects()...)
+	cfg.strategy = api.RemoteAndLocal
+	f := newFixture(t, cfg, scenario{string(api.LocalFirst), false, true, true, readyLocal, readyRemote}.objects()...)
 	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{vipLocal}) {
 		t.Fatalf("LocalFirst from the annotation wants VIP_local, got %v", got)
 	}

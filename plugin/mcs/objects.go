@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // The informers store these small immutable structs instead of API objects:
@@ -57,7 +59,7 @@ type serviceImport struct {
 	headless bool
 	ips      []net.IP
 	ports    []port
-	strategy strategy // from the annotation; "" when absent or not a strategy
+	strategy api.Strategy // from the annotation; "" when absent or not a api.Strategy
 }
 
 type endpoint struct {
@@ -129,7 +131,7 @@ func toService(s *corev1.Service) *service {
 }
 
 func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports []port) *serviceImport {
-	s, _ := parseStrategyValue(m.Annotations[annotationStrategy])
+	s, _ := api.ParseStrategy(m.Annotations[api.AnnotationStrategy])
 	return &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
 }
 
@@ -162,13 +164,13 @@ func newPort(name, protocol string, number int32) port {
 // which cannot be packed.
 func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
-	if svc, ok := s.Labels[labelMCSService]; ok {
-		out.imported, out.cluster = true, s.Labels[labelSourceCluster]
+	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
+		out.imported, out.cluster = true, s.Labels[mcsv1b1.LabelSourceCluster]
 		if len(validation.IsDNS1123Label(out.cluster)) == 0 {
 			out.service = svc
 		}
 	} else {
-		out.service = s.Labels[labelService]
+		out.service = s.Labels[discoveryv1.LabelServiceName]
 	}
 	for _, p := range s.Ports {
 		if p.Port == nil {
@@ -220,7 +222,7 @@ func dashed(addr string) string {
 
 func toLease(l *coordv1.Lease) *lease {
 	out := &lease{objMeta: metaOf(&l.ObjectMeta)}
-	if c, ok := strings.CutPrefix(l.Name, leasePrefix); ok {
+	if c, ok := strings.CutPrefix(l.Name, api.LeasePrefix); ok {
 		out.cluster = c
 	}
 	if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {

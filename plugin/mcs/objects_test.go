@@ -1,6 +1,7 @@
 package mcs
 
 import (
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestTrimSlice(t *testing.T) {
 	for _, cluster := range []string{"", "Not_A_Label"} {
 		bad := importedSlice("demo", "web", cluster, "z", nil, ep{ip: "10.2.0.7"})
 		if cluster == "" {
-			delete(bad.Labels, labelSourceCluster)
+			delete(bad.Labels, mcsv1b1.LabelSourceCluster)
 		}
 		if got := toSlice(bad); got.service != "" {
 			t.Errorf("imported slice with source cluster %q kept for service %q", cluster, got.service)

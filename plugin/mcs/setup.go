@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 func init() { plugin.Register(pluginName, setup) }
@@ -24,28 +26,11 @@ type config struct {
 	zones    []string
 	rest     *rest.Config // nil: in-cluster, resolved in setup
 	cluster  string       // "": read from the ClusterProperty at start-up
-	strategy strategy     // "": only imports with the strategy annotation
+	strategy api.Strategy // "": only imports with the strategy annotation
 	answer   answerMode
 	ttl      uint32
 	fall     fall.F
 	where    string // "file:line" of the stanza, for errors found after parsing
-}
-
-// strategy is a service's strategy for its native names (the strategy
-// option, or the annotation of its ServiceImport).
-type strategy string
-
-const (
-	strategyRemoteAndLocal strategy = "RemoteAndLocal"
-	strategyLocalFirst     strategy = "LocalFirst"
-)
-
-func parseStrategyValue(s string) (strategy, bool) {
-	switch strategy(s) {
-	case strategyRemoteAndLocal, strategyLocalFirst:
-		return strategy(s), true
-	}
-	return "", false
 }
 
 // answerMode is the answer option: what a ClusterIP service answers.
@@ -229,9 +214,9 @@ func parseStrategy(c *caddy.Controller, cfg *config) error {
 	if err != nil {
 		return err
 	}
-	s, ok := parseStrategyValue(v)
+	s, ok := api.ParseStrategy(v)
 	if !ok {
-		return c.Errf("option strategy must be %s or %s, not %q", strategyRemoteAndLocal, strategyLocalFirst, v)
+		return c.Errf("option strategy must be %s or %s, not %q", api.RemoteAndLocal, api.LocalFirst, v)
 	}
 	cfg.strategy = s
 	return nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -65,10 +67,10 @@ func TestParseValid(t *testing.T) {
 		}},
 		{"cluster", "mcs cluster.local {\n cluster member-1\n}", nil, func(c *config) string { return expect(c.cluster == "member-1") }},
 		{"strategy RemoteAndLocal", "mcs cluster.local {\n strategy RemoteAndLocal\n}", nil, func(c *config) string {
-			return expect(c.strategy == strategyRemoteAndLocal)
+			return expect(c.strategy == api.RemoteAndLocal)
 		}},
 		{"strategy LocalFirst", "mcs cluster.local {\n strategy LocalFirst\n}", nil, func(c *config) string {
-			return expect(c.strategy == strategyLocalFirst)
+			return expect(c.strategy == api.LocalFirst)
 		}},
 		{"answer endpoints", "mcs cluster.local {\n answer endpoints\n}", nil, func(c *config) string { return expect(c.answer == answerEndpoints) }},
 		{"answer vip", "mcs cluster.local {\n answer vip\n}", nil, func(c *config) string { return expect(c.answer == answerVIP) }},
@@ -88,7 +90,7 @@ func TestParseValid(t *testing.T) {
 			return expect(c.rest != nil && c.rest.Host == "https://127.0.0.2:6443")
 		}},
 		{"everything", "mcs cluster.local clusterset.local {\n kubeconfig " + kc + " member1\n cluster member1\n strategy LocalFirst\n answer endpoints\n ttl 30\n fallthrough\n}", nil, func(c *config) string {
-			return expect(c.rest != nil && c.cluster == "member1" && c.strategy == strategyLocalFirst && c.answer == answerEndpoints && c.ttl == 30 && len(c.fall.Zones) == 1)
+			return expect(c.rest != nil && c.cluster == "member1" && c.strategy == api.LocalFirst && c.answer == answerEndpoints && c.ttl == 30 && len(c.fall.Zones) == 1)
 		}},
 		{"where", "mcs cluster.local", nil, func(c *config) string { return expect(c.where == "Testfile:1") }},
 	}

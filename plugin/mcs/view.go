@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // view is the immutable snapshot of one service that queries read. Slice
@@ -13,7 +15,7 @@ type view struct {
 	key      svcKey
 	svc      *service       // nil: no Service of that name in this cluster
 	imp      *serviceImport // nil: not imported
-	strategy strategy       // "": native names are not multi-cluster for this service
+	strategy api.Strategy   // "": native names are not multi-cluster for this service
 
 	local    []*endpointSlice // L: this cluster's own slices
 	remote   []*endpointSlice // R: imported slices of other clusters
@@ -21,7 +23,7 @@ type view struct {
 	union    []*endpointSlice // L ∪ R
 }
 
-func newView(k svcKey, e *entry, self string, fallback strategy) *view {
+func newView(k svcKey, e *entry, self string, fallback api.Strategy) *view {
 	v := &view{key: k, svc: e.svc, imp: e.imp}
 	if e.imp != nil {
 		v.strategy = cmp.Or(e.imp.strategy, fallback)

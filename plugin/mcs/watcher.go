@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // startupTimeout is how long start-up waits for the informers, as the
@@ -152,7 +154,7 @@ func (w *watcher) prepare(ctx context.Context) (string, schema.GroupVersion, err
 // objects to the small structs of objects.go before they are stored.
 func (w *watcher) startInformers(ctx context.Context, gv schema.GroupVersion) {
 	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
-	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(leaseNamespace), informers.WithTransform(trim))
+	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(api.LeaseNamespace), informers.WithTransform(trim))
 	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
 
 	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
@@ -218,7 +220,7 @@ func (w *watcher) watchStale(ctx context.Context) {
 		for _, cluster := range w.idx.staleAt(time.Now()) {
 			now[cluster] = true
 			if !was[cluster] {
-				log.Warningf("source cluster %q is stale: its Lease %s%s has expired; its endpoints are used only when no other is left", cluster, leasePrefix, cluster)
+				log.Warningf("source cluster %q is stale: its Lease %s%s has expired; its endpoints are used only when no other is left", cluster, api.LeasePrefix, cluster)
 			}
 		}
 		for cluster := range was {
