@@ -30,19 +30,21 @@ import (
 	"k8s.io/client-go/restmapper"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	mcsapi "github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
 // FieldManager owns the fields that Apply sets.
 const FieldManager = "labtest"
 
-// Scheme knows the built-in types and the MCS API's, so that Apply takes
+// Scheme knows the built-in types, the MCS API's and the MultiClusterService, so that Apply takes
 // typed objects of either without their TypeMeta.
 var Scheme = newScheme()
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		scheme.AddToScheme, mcsv1alpha1.AddToScheme, mcsv1beta1.AddToScheme,
+		scheme.AddToScheme, mcsv1alpha1.AddToScheme, mcsv1beta1.AddToScheme, mcsapi.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

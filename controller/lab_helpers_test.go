@@ -1,0 +1,254 @@
+//go:build lab
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller"
+	"github.com/coredns-mcs/coredns-mcs/controller/leases"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+)
+
+func TestMain(m *testing.M) { labtest.Main(m) }
+
+// wait is how long the controller may take to converge in these tests:
+// seconds in practice, far more under -race on a busy machine.
+const wait = 60 * time.Second
+
+// run starts the controller package against the lab, as mcs-controller
+// does, limited to namespace ns so that tests (and a controller left
+// running by make demo) stay out of each other's way. Member Secrets are
+// read from ns on the hub.
+func run(t *testing.T, ns string) {
+	t.Helper()
+	l := labtest.Get(t)
+	l.InstallCRDs(t)
+	hub := l.Config(t, labtest.Hub)
+	reg, err := members.NewRegistry(members.Options{
+		Kubeconfig: l.MembersKubeconfig(t), Hub: l.Client(t, labtest.Hub), Namespace: ns,
+		QPS: 200, Burst: 400, ProbeEvery: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := controller.New(controller.Options{
+		HubKube: kubernetes.NewForConfigOrDie(hub), HubDyn: dynamic.NewForConfigOrDie(hub),
+		Members: reg, Namespaces: []string{ns}, Workers: 4,
+	})
+	renewer := &leases.Renewer{Members: reg, Holder: t.Name(), Duration: 20 * time.Second, Every: 5 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { reg.Run(ctx, c.Handlers()) })
+	wg.Go(func() { renewer.Run(ctx) })
+	wg.Go(func() {
+		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	labtest.Eventually(t, wait, func(context.Context) error { return c.Synced() })
+}
+
+// workload creates a Deployment of replicas pods and a Service, both named
+// name, in cluster's namespace ns.
+func workload(t *testing.T, cluster, ns, name string, replicas int32, headless bool) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "serve", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
+			},
+		},
+	}
+	labtest.Get(t).Apply(t, cluster, dep, service(ns, name, headless))
+}
+
+func service(ns, name string, headless bool) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if headless {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	return s
+}
+
+func mcs(ns, name string, strategy api.Strategy, provision, consumption []v1alpha1.ClusterName) *v1alpha1.MultiClusterService {
+	return &v1alpha1.MultiClusterService{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.MultiClusterServiceSpec{
+			Types: []v1alpha1.ExposureType{v1alpha1.CrossCluster}, Strategy: strategy,
+			ServiceProvisionClusters: provision, ServiceConsumptionClusters: consumption,
+		},
+	}
+}
+
+func export(ns, name string) *mcsv1b1.ServiceExport {
+	return &mcsv1b1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+}
+
+// readyIPs lists the addresses of cluster's ready pods of app name, once
+// there are want of them.
+func readyIPs(ctx context.Context, t *testing.T, cluster, ns, name string, want int) ([]string, error) {
+	pods, err := labtest.Get(t).Client(t, cluster).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+				ips = append(ips, p.Status.PodIP)
+			}
+		}
+	}
+	if len(ips) != want {
+		return nil, fmt.Errorf("%s: %d ready pods of %s, want %d", cluster, len(ips), name, want)
+	}
+	sort.Strings(ips)
+	return ips, nil
+}
+
+// imported lists the ready addresses of the slices mcs-controller imported
+// into cluster for service name, by source cluster.
+func imported(ctx context.Context, t *testing.T, cluster, ns, name string) (map[string][]string, error) {
+	list, err := labtest.Get(t).Client(t, cluster).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: mcsv1b1.LabelServiceName + "=" + name + "," + discoveryv1.LabelManagedBy + "=" + api.ManagedBy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, s := range list.Items {
+		src := s.Labels[mcsv1b1.LabelSourceCluster]
+		if got, want := s.Labels[discoveryv1.LabelServiceName], api.DerivedPrefix+name; got != want {
+			return nil, fmt.Errorf("%s: slice %s has %s=%q, want %q", cluster, s.Name, discoveryv1.LabelServiceName, got, want)
+		}
+		if _, ok := s.Annotations[api.AnnotationSourceGeneration]; !ok {
+			return nil, fmt.Errorf("%s: slice %s has no %s annotation", cluster, s.Name, api.AnnotationSourceGeneration)
+		}
+		out[src] = append(out[src], []string{}...)
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				out[src] = append(out[src], e.Addresses...)
+			}
+		}
+		sort.Strings(out[src])
+	}
+	return out, nil
+}
+
+// sameImports fails unless cluster's imported addresses are exactly want.
+func sameImports(ctx context.Context, t *testing.T, cluster, ns, name string, want map[string][]string) error {
+	got, err := imported(ctx, t, cluster, ns, name)
+	if err != nil {
+		return err
+	}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		return fmt.Errorf("%s: imported %v, want %v", cluster, got, want)
+	}
+	return nil
+}
+
+func getImport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceImport, error) {
+	u, err := labtest.Get(t).Dynamic(t, cluster).Resource(mcsv1b1.SchemeGroupVersion.WithResource("serviceimports")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	imp := &mcsv1b1.ServiceImport{}
+	return imp, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, imp)
+}
+
+func getExport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceExport, error) {
+	u, err := labtest.Get(t).Dynamic(t, cluster).Resource(mcsv1b1.SchemeGroupVersion.WithResource("serviceexports")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	exp := &mcsv1b1.ServiceExport{}
+	return exp, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, exp)
+}
+
+func getMCS(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {
+	u, err := labtest.Get(t).Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m := &v1alpha1.MultiClusterService{}
+	return m, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m)
+}
+
+// conditionsAre fails unless the MultiClusterService's conditions have
+// these statuses (and, where given, reasons), for its current generation.
+func conditionsAre(ctx context.Context, t *testing.T, ns, name string, want map[string]metav1.ConditionStatus) (*v1alpha1.MultiClusterService, error) {
+	m, err := getMCS(ctx, t, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	for typ, status := range want {
+		c := meta.FindStatusCondition(m.Status.Conditions, typ)
+		if c == nil || c.Status != status || c.ObservedGeneration != m.Generation {
+			return m, fmt.Errorf("condition %s is %+v, want %s", typ, c, status)
+		}
+	}
+	return m, nil
+}
+
+var allTrue = map[string]metav1.ConditionStatus{
+	v1alpha1.ServiceApplied: metav1.ConditionTrue, v1alpha1.EndpointSliceCollected: metav1.ConditionTrue, v1alpha1.EndpointSliceApplied: metav1.ConditionTrue,
+}
+
+// absent fails unless cluster has neither a ServiceImport, a derived
+// Service nor imported slices of service name.
+func absent(ctx context.Context, t *testing.T, cluster, ns, name string) error {
+	if _, err := getImport(ctx, t, cluster, ns, name); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: ServiceImport %s: %v, want not found", cluster, name, err)
+	}
+	_, err := labtest.Get(t).Client(t, cluster).CoreV1().Services(ns).Get(ctx, api.DerivedPrefix+name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: Service %s%s: %v, want not found", cluster, api.DerivedPrefix, name, err)
+	}
+	got, err := imported(ctx, t, cluster, ns, name)
+	if err != nil {
+		return err
+	}
+	if len(got) > 0 {
+		return fmt.Errorf("%s: imported slices %v, want none", cluster, got)
+	}
+	return nil
+}

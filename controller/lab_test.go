@@ -1,0 +1,381 @@
+//go:build lab
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+)
+
+const (
+	m1 = labtest.Member1
+	m2 = labtest.Member2
+	m3 = labtest.Member3
+)
+
+// Story 1 of the seed proposal: foo runs only in member1; a
+// MultiClusterService provides it from member1 to member2, LocalFirst.
+// member2 lacks the namespace and gets it.
+func TestStoryOneProvisionToConsumption(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m3)
+	t.Cleanup(func() { deleteNamespace(t, m2, ns) })
+	run(t, ns)
+	workload(t, m1, ns, "foo", 2, false)
+	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 2)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		imp, err := getImport(ctx, t, m2, ns, "foo")
+		if err != nil {
+			return err
+		}
+		derived, err := l.Client(t, m2).CoreV1().Services(ns).Get(ctx, api.DerivedPrefix+"foo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		switch {
+		case imp.Annotations[api.AnnotationStrategy] != string(api.LocalFirst):
+			return fmt.Errorf("ServiceImport annotations %v, want %s=LocalFirst", imp.Annotations, api.AnnotationStrategy)
+		case imp.Spec.Type != mcsv1b1.ClusterSetIP || len(imp.Spec.IPs) == 0 || !slices.Equal(imp.Spec.IPs, derived.Spec.ClusterIPs):
+			return fmt.Errorf("ServiceImport spec %+v, want ClusterSetIP with the derived ClusterIPs %v", imp.Spec, derived.Spec.ClusterIPs)
+		case !slices.Equal(imp.Status.Clusters, []mcsv1b1.ClusterStatus{{Cluster: m1}}):
+			return fmt.Errorf("ServiceImport status.clusters %v, want [%s]", imp.Status.Clusters, m1)
+		case derived.Spec.Selector != nil || len(derived.OwnerReferences) != 1 || derived.OwnerReferences[0].UID != imp.UID:
+			return fmt.Errorf("derived Service has selector %v and owners %v, want none and the ServiceImport", derived.Spec.Selector, derived.OwnerReferences)
+		}
+		if _, err := conditionsAre(ctx, t, ns, "foo", allTrue); err != nil {
+			return err
+		}
+		for _, c := range []string{m1, m3} {
+			if err := absent(ctx, t, c, ns, "foo"); err != nil {
+				return err
+			}
+		}
+		got, err := l.Client(t, m2).CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Labels[api.LabelManagedBy] != api.ManagedBy {
+			return fmt.Errorf("namespace %s in %s has labels %v, want %s=%s", ns, m2, got.Labels, api.LabelManagedBy, api.ManagedBy)
+		}
+		return nil
+	})
+
+	// Scaling in member1 reaches member2.
+	workload(t, m1, ns, "foo", 3, false)
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 3)
+		if err != nil {
+			return err
+		}
+		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+	})
+}
+
+// Story 2: foo runs in member1 and member2, RemoteAndLocal, every member
+// consumes: each member's imports cover both clusters, and member2's own
+// Service and slices are left as they are.
+func TestStoryTwoRemoteAndLocal(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	run(t, ns)
+	workload(t, m1, ns, "foo", 2, false)
+	workload(t, m2, ns, "foo", 1, false)
+	own, err := l.Client(t, m2).CoreV1().Services(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, nil, nil))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips1, err := readyIPs(ctx, t, m1, ns, "foo", 2)
+		if err != nil {
+			return err
+		}
+		ips2, err := readyIPs(ctx, t, m2, ns, "foo", 1)
+		if err != nil {
+			return err
+		}
+		for _, c := range labtest.Members {
+			if err := sameImports(ctx, t, c, ns, "foo", map[string][]string{m1: ips1, m2: ips2}); err != nil {
+				return err
+			}
+			imp, err := getImport(ctx, t, c, ns, "foo")
+			if err != nil {
+				return err
+			}
+			if imp.Annotations[api.AnnotationStrategy] != string(api.RemoteAndLocal) {
+				return fmt.Errorf("%s: ServiceImport annotations %v", c, imp.Annotations)
+			}
+		}
+		_, err = conditionsAre(ctx, t, ns, "foo", allTrue)
+		return err
+	})
+	after, err := l.Client(t, m2).CoreV1().Services(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != own.ResourceVersion || after.Labels[api.LabelManagedBy] != "" {
+		t.Errorf("member2's own Service foo was changed: resourceVersion %s → %s, labels %v", own.ResourceVersion, after.ResourceVersion, after.Labels)
+	}
+}
+
+// The seeds' MCS API flow: a ServiceExport in member1 imports serve into
+// every member, without native names; a user's ServiceImport is filled and
+// kept; deleting the export removes what it caused.
+func TestServiceExportFlow(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m2, m3)
+	run(t, ns)
+	workload(t, m1, ns, "serve", 2, false)
+	user := &mcsv1b1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: "serve", Namespace: ns},
+		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, Ports: []mcsv1b1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	l.Apply(t, m3, user)
+	l.Apply(t, m1, export(ns, "serve"))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "serve", 2)
+		if err != nil {
+			return err
+		}
+		for _, c := range labtest.Members {
+			if err := sameImports(ctx, t, c, ns, "serve", map[string][]string{m1: ips}); err != nil {
+				return err
+			}
+			imp, err := getImport(ctx, t, c, ns, "serve")
+			if err != nil {
+				return err
+			}
+			if _, ok := imp.Annotations[api.AnnotationStrategy]; ok {
+				return fmt.Errorf("%s: ServiceImport has %s without a MultiClusterService", c, api.AnnotationStrategy)
+			}
+			if len(imp.Spec.IPs) == 0 || len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Name != "http" {
+				return fmt.Errorf("%s: ServiceImport spec %+v, want the derived IPs and port http", c, imp.Spec)
+			}
+		}
+		exp, err := getExport(ctx, t, m1, ns, "serve")
+		if err != nil {
+			return err
+		}
+		for typ, want := range map[string]metav1.ConditionStatus{"Valid": metav1.ConditionTrue, "Ready": metav1.ConditionTrue, "Conflict": metav1.ConditionFalse} {
+			if c := meta.FindStatusCondition(exp.Status.Conditions, typ); c == nil || c.Status != want {
+				return fmt.Errorf("ServiceExport condition %s is %+v, want %s", typ, c, want)
+			}
+		}
+		return nil
+	})
+	userImp, err := getImport(t.Context(), t, m3, ns, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if userImp.Labels[api.LabelManagedBy] != "" {
+		t.Errorf("the user's ServiceImport got labels %v", userImp.Labels)
+	}
+
+	if err := l.Dynamic(t, m1).Resource(mcsv1b1.SchemeGroupVersion.WithResource("serviceexports")).Namespace(ns).Delete(t.Context(), "serve", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		for _, c := range []string{m1, m2} {
+			if err := absent(ctx, t, c, ns, "serve"); err != nil {
+				return err
+			}
+		}
+		if _, err := getImport(ctx, t, m3, ns, "serve"); err != nil {
+			return fmt.Errorf("the user's ServiceImport in member3: %v, want kept", err)
+		}
+		return sameImports(ctx, t, m3, ns, "serve", map[string][]string{})
+	})
+}
+
+// Headless services keep their type, and every pod's hostname travels.
+func TestHeadless(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m2, m3)
+	run(t, ns)
+	workload(t, m1, ns, "web", 2, true)
+	l.Apply(t, labtest.Hub, mcs(ns, "web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "web", 2)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m2, ns, "web", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		imp, err := getImport(ctx, t, m2, ns, "web")
+		if err != nil {
+			return err
+		}
+		derived, err := l.Client(t, m2).CoreV1().Services(ns).Get(ctx, api.DerivedPrefix+"web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if imp.Spec.Type != mcsv1b1.Headless || len(imp.Spec.IPs) != 0 || derived.Spec.ClusterIP != corev1.ClusterIPNone {
+			return fmt.Errorf("import %+v and derived clusterIP %q, want headless", imp.Spec, derived.Spec.ClusterIP)
+		}
+		return nil
+	})
+}
+
+// Changing the lists moves the data; deleting the MultiClusterService
+// removes all it made and nothing of the user's.
+func TestMoveAndDelete(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	run(t, ns)
+	workload(t, m1, ns, "foo", 1, false)
+	// The user's own objects in a consumption cluster, one of them in the
+	// way of a name the controller wants.
+	userSlice := `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"mine","namespace":"` + ns + `","labels":{"kubernetes.io/service-name":"mine"}},"addressType":"IPv4","endpoints":[{"addresses":["10.13.9.9"]}]}`
+	l.ApplyYAML(t, m3, userSlice)
+	l.Apply(t, m3, service(ns, "mine", false))
+	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
+		if err != nil {
+			return err
+		}
+		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+	})
+
+	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}))
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
+		if err != nil {
+			return err
+		}
+		if err := absent(ctx, t, m2, ns, "foo"); err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m3, ns, "foo", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		_, err = conditionsAre(ctx, t, ns, "foo", allTrue)
+		return err
+	})
+
+	if err := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		if _, err := getMCS(ctx, t, ns, "foo"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("MultiClusterService: %v, want gone (finalizer removed)", err)
+		}
+		return absent(ctx, t, m3, ns, "foo")
+	})
+	if _, err := l.Client(t, m3).DiscoveryV1().EndpointSlices(ns).Get(t.Context(), "mine", metav1.GetOptions{}); err != nil {
+		t.Errorf("the user's EndpointSlice: %v", err)
+	}
+	if _, err := l.Client(t, m3).CoreV1().Services(ns).Get(t.Context(), "mine", metav1.GetOptions{}); err != nil {
+		t.Errorf("the user's Service: %v", err)
+	}
+}
+
+// A user's derived-<svc> in the way is left alone and reported; an unknown
+// cluster in the spec is reported and changes nothing; other services sync.
+func TestBadInput(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	run(t, ns)
+	workload(t, m1, ns, "foo", 1, false)
+	workload(t, m1, ns, "bar", 1, false)
+	l.Apply(t, m2, service(ns, api.DerivedPrefix+"bar", false)) // the user's, in the way
+	l.Apply(t, labtest.Hub,
+		mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
+		mcs(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		barIPs, err := readyIPs(ctx, t, m1, ns, "bar", 1)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m3, ns, "bar", map[string][]string{m1: barIPs}); err != nil {
+			return err
+		}
+		m, err := getMCS(ctx, t, ns, "bar")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || !contains(c.Message, m2, api.DerivedPrefix+"bar", "not managed") {
+			return fmt.Errorf("bar's EndpointSliceApplied is %+v, want False naming member2 and derived-bar", c)
+		}
+		return nil
+	})
+	derived, err := l.Client(t, m2).CoreV1().Services(ns).Get(t.Context(), api.DerivedPrefix+"bar", metav1.GetOptions{})
+	if err != nil || derived.Labels[api.LabelManagedBy] != "" || derived.Spec.Selector["app"] != api.DerivedPrefix+"bar" {
+		t.Errorf("the user's derived-bar: %v, %+v", err, derived)
+	}
+
+	// A typo in the consumption list: reported, and member2 keeps foo.
+	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}))
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		m, err := conditionsAre(ctx, t, ns, "foo", map[string]metav1.ConditionStatus{v1alpha1.EndpointSliceApplied: metav1.ConditionFalse})
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied); c.Reason != "InvalidSpec" || !contains(c.Message, "member22") {
+			return fmt.Errorf("condition %+v, want InvalidSpec naming member22", c)
+		}
+		return nil
+	})
+	ips, err := readyIPs(t.Context(), t, m1, ns, "foo", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameImports(t.Context(), t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		t.Errorf("after a typo: %v", err)
+	}
+	events, err := l.Client(t, labtest.Hub).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=foo,reason=InvalidSpec"})
+	if err != nil || len(events.Items) == 0 {
+		t.Errorf("no InvalidSpec event for foo: %v", err)
+	}
+}
+
+func contains(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func deleteNamespace(t *testing.T, cluster, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := labtest.Get(t).Client(t, cluster).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting namespace %s in %s: %v", ns, cluster, err)
+	}
+}
