@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

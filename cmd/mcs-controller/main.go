@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
-	_ "k8s.io/component-base/metrics/prometheus/workqueue"              // workqueue metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
 
 	"github.com/coredns-mcs/coredns-mcs/controller"

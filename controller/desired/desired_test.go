@@ -1,0 +1,268 @@
+package desired
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func svc(headless bool, ports ...corev1.ServicePort) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "foo", CreationTimestamp: metav1.NewTime(t0)}, Spec: corev1.ServiceSpec{Ports: ports}}
+	if headless {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	return s
+}
+
+func port(name string, number int32, proto corev1.Protocol) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: number, Protocol: proto}
+}
+
+func exportAt(minutes int) *mcsv1b1.ServiceExport {
+	return &mcsv1b1.ServiceExport{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute))}}
+}
+
+func slice(name string, addrs ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 3}, AddressType: discoveryv1.AddressTypeIPv4}
+	for _, a := range addrs {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, NodeName: ptr.To("node"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	return s
+}
+
+func multi(strategy api.Strategy, provision, consumption []v1alpha1.ClusterName) *v1alpha1.MultiClusterService {
+	return &v1alpha1.MultiClusterService{Spec: v1alpha1.MultiClusterServiceSpec{
+		Types: []v1alpha1.ExposureType{v1alpha1.CrossCluster}, Strategy: strategy,
+		ServiceProvisionClusters: provision, ServiceConsumptionClusters: consumption,
+	}}
+}
+
+func TestComputeStoryOne(t *testing.T) {
+	in := &Input{Namespace: "ns", Name: "foo", MCS: multi(api.LocalFirst, []v1alpha1.ClusterName{"m1"}, []v1alpha1.ClusterName{"m2"}), Members: map[string]Member{
+		"m1": {Known: true, Service: svc(false, port("http", 80, "")), Slices: []*discoveryv1.EndpointSlice{slice("foo-a", "10.0.0.1", "10.0.0.2")}},
+		"m2": {Known: true},
+		"m3": {Known: true, Service: svc(false, port("http", 80, ""))}, // not a provision cluster: its Service does not count
+	}}
+	p := Compute(in)
+	if p.Invalid != "" {
+		t.Fatalf("invalid: %s", p.Invalid)
+	}
+	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Strategy != api.LocalFirst {
+		t.Errorf("provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	}
+	want := []mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}
+	if p.Import == nil || p.Import.Headless || !slices.Equal(p.Import.Ports, want) || !slices.Equal(p.Import.Clusters, []string{"m1"}) {
+		t.Fatalf("import %+v, want ClusterSetIP with %v from m1", p.Import, want)
+	}
+	if len(p.Slices) != 1 {
+		t.Fatalf("%d slices, want 1", len(p.Slices))
+	}
+	s := p.Slices[0]
+	if s.Name != "imported-m1-foo-a" || s.Labels[mcsv1b1.LabelSourceCluster] != "m1" || s.Labels[mcsv1b1.LabelServiceName] != "foo" ||
+		s.Labels[discoveryv1.LabelServiceName] != "derived-foo" || s.Labels[discoveryv1.LabelManagedBy] != api.ManagedBy ||
+		s.Annotations[api.AnnotationSourceGeneration] != "3" {
+		t.Errorf("imported slice %s labels %v annotations %v", s.Name, s.Labels, s.Annotations)
+	}
+	if len(s.Endpoints) != 2 || s.Endpoints[0].NodeName != nil || s.Endpoints[0].Addresses[0] != "10.0.0.1" {
+		t.Errorf("endpoints %+v, want both addresses without the source node", s.Endpoints)
+	}
+	if len(p.Propagate) != 0 {
+		t.Errorf("propagate %v without a hub Service", p.Propagate)
+	}
+}
+
+func TestComputeExportsAndHub(t *testing.T) {
+	hub := svc(false, port("http", 80, ""))
+	hub.Spec.Selector = map[string]string{"app": "foo"}
+	hub.Spec.ClusterIP = "10.21.0.9"
+	in := &Input{Name: "foo", HubService: hub, Members: map[string]Member{
+		"m1": {Known: true, Service: svc(false, port("http", 80, "")), Export: exportAt(0)},
+		"m2": {Known: true, Service: svc(false, port("http", 80, ""))}, // no export: not a provider
+		"m3": {Known: true, Export: exportAt(0)},                       // export without Service: not a provider
+	}}
+	p := Compute(in)
+	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m1", "m2", "m3"}) || p.Strategy != "" {
+		t.Errorf("exports only: provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	}
+	if len(p.Propagate) != 0 {
+		t.Errorf("a hub Service propagates without a MultiClusterService: %v", p.Propagate)
+	}
+
+	in.MCS = multi("", nil, []v1alpha1.ClusterName{"m2"})
+	p = Compute(in)
+	if !slices.Equal(p.Provision, []string{"m1", "m2"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Strategy != api.RemoteAndLocal {
+		t.Errorf("with a MultiClusterService: provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	}
+	prop := p.Propagate["m1"]
+	if len(p.Propagate) != 2 || prop == nil || prop.Spec.ClusterIP != "" || prop.Spec.Selector["app"] != "foo" || prop.Labels[api.LabelManagedBy] != api.ManagedBy {
+		t.Errorf("propagate %v (m1: %+v), want m1 and m2 with the hub's selector and no ClusterIP", p.Propagate, prop)
+	}
+}
+
+func TestPortMergeAndConflicts(t *testing.T) {
+	in := &Input{Name: "foo", Members: map[string]Member{
+		"old":   {Known: true, Export: exportAt(0), Service: svc(false, port("http", 80, ""), port("dns", 53, corev1.ProtocolUDP))},
+		"newer": {Known: true, Export: exportAt(5), Service: svc(false, port("http", 8080, ""), port("metrics", 9090, ""))},
+		"type":  {Known: true, Export: exportAt(9), Service: svc(true, port("dns", 53, corev1.ProtocolUDP))},
+	}}
+	p := Compute(in)
+	want := []mcsv1b1.ServicePort{
+		{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+		{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+		{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP},
+	}
+	if !slices.Equal(p.Import.Ports, want) || p.Import.Headless {
+		t.Errorf("ports %v headless %v, want %v from the union, ClusterSetIP from the oldest", p.Import.Ports, p.Import.Headless, want)
+	}
+	if c := p.Conflicts["newer"]; c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, `"http"`) {
+		t.Errorf("newer: %+v, want a PortConflict on http", c)
+	}
+	if c := p.Conflicts["type"]; c.Reason != mcsv1b1.ServiceExportReasonTypeConflict {
+		t.Errorf("type: %+v, want a TypeConflict", c)
+	}
+	if _, ok := p.Conflicts["old"]; ok {
+		t.Errorf("the oldest export has a conflict: %+v", p.Conflicts["old"])
+	}
+	// The oldest wins whatever the names: make "type" the oldest.
+	in.Members["type"] = Member{Known: true, Export: exportAt(-1), Service: in.Members["type"].Service}
+	if p := Compute(in); !p.Import.Headless || p.Conflicts["old"].Reason != mcsv1b1.ServiceExportReasonTypeConflict {
+		t.Errorf("with the headless export oldest: headless %v, conflicts %v", p.Import.Headless, p.Conflicts)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	members := map[string]Member{"m1": {Known: true, Service: svc(false)}}
+	for _, tc := range []struct {
+		name string
+		in   *Input
+		want string
+	}{
+		{"unknown cluster", &Input{Name: "foo", Members: members, MCS: multi("", nil, []v1alpha1.ClusterName{"m9"})}, `spec.serviceConsumptionClusters: unknown cluster "m9"`},
+		{"unknown provision cluster", &Input{Name: "foo", Members: members, MCS: multi("", []v1alpha1.ClusterName{"x"}, nil)}, `spec.serviceProvisionClusters: unknown cluster "x"`},
+		{"unknown strategy", &Input{Name: "foo", Members: members, MCS: multi("Nearest", nil, nil)}, `spec.strategy: unknown strategy "Nearest"`},
+		{"unknown type", &Input{Name: "foo", Members: members, MCS: &v1alpha1.MultiClusterService{Spec: v1alpha1.MultiClusterServiceSpec{Types: []v1alpha1.ExposureType{"LoadBalancer"}}}}, `spec.types: unknown type "LoadBalancer"`},
+		{"no type", &Input{Name: "foo", Members: members, MCS: &v1alpha1.MultiClusterService{}}, "spec.types is empty"},
+		{"long name", &Input{Name: strings.Repeat("a", 56), Members: members}, "cannot have a Service derived-"},
+		{"bad name", &Input{Name: "Foo", Members: members}, `service name "Foo"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.in)
+			if !strings.Contains(p.Invalid, tc.want) {
+				t.Errorf("invalid %q, want it to say %q", p.Invalid, tc.want)
+			}
+			if p.Import != nil || len(p.Slices) > 0 || len(p.Consumption) > 0 {
+				t.Errorf("an invalid spec still plans %+v", p)
+			}
+		})
+	}
+}
+
+func TestUnknownMembers(t *testing.T) {
+	in := &Input{Name: "foo", Members: map[string]Member{
+		"m1": {}, // never synced
+		"m2": {Known: true, Service: svc(false, port("", 80, "")), Export: exportAt(0), Slices: []*discoveryv1.EndpointSlice{
+			slice("a", "10.0.0.1"),
+			{ObjectMeta: metav1.ObjectMeta{Name: "fqdn"}, AddressType: discoveryv1.AddressTypeFQDN},
+		}},
+	}}
+	p := Compute(in)
+	if !p.IsUnknown("m1") || p.IsUnknown("m2") || !slices.Equal(p.Provision, []string{"m2"}) {
+		t.Errorf("unknown %v provision %v", p.Unknown, p.Provision)
+	}
+	if len(p.Slices) != 1 || len(p.Skipped) != 1 || !strings.Contains(p.Skipped[0], "m2: EndpointSlice fqdn has address type FQDN") {
+		t.Errorf("slices %d skipped %v, want the FQDN slice skipped with its reason", len(p.Slices), p.Skipped)
+	}
+}
+
+func TestImportedName(t *testing.T) {
+	if got := ImportedName("member1", "foo-abcde"); got != "imported-member1-foo-abcde" {
+		t.Errorf("short name: %s", got)
+	}
+	long := strings.Repeat("a", 240) + ".b-c"
+	got := ImportedName("member1", long)
+	if len(got) != validation.DNS1123SubdomainMaxLength || len(validation.IsDNS1123Subdomain(got)) > 0 {
+		t.Errorf("long name %q (%d): %v", got, len(got), validation.IsDNS1123Subdomain(got))
+	}
+	if other := ImportedName("member1", strings.Repeat("a", 240)+".b-d"); other == got {
+		t.Errorf("two long names shorten to the same %s", got)
+	}
+	if again := ImportedName("member1", long); again != got {
+		t.Errorf("not deterministic: %s, %s", got, again)
+	}
+	// A cut that would end in a dot or dash is trimmed before the hash.
+	for n := 200; n < 253; n++ {
+		name := ImportedName("m", strings.Repeat("a.", n))
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Fatalf("%q: %v", name, errs)
+		}
+	}
+}
+
+// FuzzCompute feeds the planner members with odd Services and slices: it
+// must never panic, and what it plans must be writable.
+func FuzzCompute(f *testing.F) {
+	f.Add("foo", uint8(3), []byte{1, 2, 3, 4, 5, 6, 7, 8}, "10.0.0.1", "http", int32(80), true)
+	f.Add("a", uint8(0), []byte{}, "", "", int32(0), false)
+	f.Add("x-y", uint8(255), []byte{255, 0, 255, 0}, "fd00::1", "UDP", int32(65536), true)
+	f.Fuzz(func(t *testing.T, name string, nMembers uint8, shape []byte, addr, portName string, number int32, withMCS bool) {
+		in := &Input{Namespace: "ns", Name: name, Members: map[string]Member{}}
+		for i := range int(nMembers % 5) {
+			b := func(k int) byte {
+				if len(shape) == 0 {
+					return 0
+				}
+				return shape[(i*4+k)%len(shape)]
+			}
+			m := Member{Known: b(0)%4 != 0}
+			if b(1)%3 != 0 {
+				m.Service = svc(b(1)%2 == 0, port(portName, number+int32(b(2)), corev1.Protocol(portName)))
+			}
+			if b(2)%2 == 0 {
+				m.Export = exportAt(int(b(3)))
+			}
+			for j := range int(b(3) % 4) {
+				s := slice(fmt.Sprintf("%s-%d", name, j), addr)
+				s.AddressType = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}[j%3]
+				m.Slices = append(m.Slices, s)
+			}
+			in.Members[fmt.Sprintf("m%d", i)] = m
+		}
+		if withMCS {
+			in.MCS = multi(api.Strategy(portName), nil, nil)
+		}
+		p := Compute(in)
+		if p.Invalid != "" {
+			return
+		}
+		for _, s := range p.Slices {
+			if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {
+				t.Errorf("imported slice name %q: %v", s.Name, errs)
+			}
+			if s.AddressType == discoveryv1.AddressTypeFQDN {
+				t.Errorf("FQDN slice %s planned", s.Name)
+			}
+		}
+		if p.Import != nil && len(p.Import.Clusters) == 0 {
+			t.Errorf("an import without clusters: %+v", p.Import)
+		}
+		for _, c := range p.Provision {
+			if _, ok := in.Members[c]; !ok {
+				t.Errorf("provision cluster %s is not a member", c)
+			}
+		}
+	})
+}
