@@ -45,6 +45,13 @@ const wait = 60 * time.Second
 // read from ns on the hub.
 func run(t *testing.T, ns string) {
 	t.Helper()
+	runStoppable(t, ns)
+}
+
+// runStoppable is run, returning a function that stops the controller
+// before the test ends.
+func runStoppable(t *testing.T, ns string) (stop func()) {
+	t.Helper()
 	l := labtest.Get(t)
 	l.InstallCRDs(t)
 	hub := l.Config(t, labtest.Hub)
@@ -69,11 +76,16 @@ func run(t *testing.T, ns string) {
 			t.Errorf("controller: %v", err)
 		}
 	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	labtest.Eventually(t, wait, func(context.Context) error { return c.Synced() })
+	return stop
 }
 
 // workload creates a Deployment of replicas pods and a Service, both named

@@ -114,11 +114,8 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 		}
 		return falseCond(v1alpha1.EndpointSliceCollected, reasonNoService, fmt.Sprintf("no Service %s/%s in %s", mcs.Namespace, mcs.Name, where))
 	}
-	endpoints := 0
-	for _, s := range plan.Slices {
-		endpoints += len(s.Endpoints)
-	}
-	msg := fmt.Sprintf("%d endpoints in %d EndpointSlices from %s", endpoints, len(plan.Slices), strings.Join(plan.Import.Clusters, ", "))
+	// No counts here: the status would then be written on every endpoint change.
+	msg := "EndpointSlices collected from " + strings.Join(plan.Import.Clusters, ", ")
 	for _, r := range slices.Concat(plan.Skipped, conflictMessages(plan)) {
 		msg += "; " + r
 	}
