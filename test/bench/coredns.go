@@ -6,19 +6,15 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 // Corefiles of the processes compared. Each serves one port on loopback and
@@ -67,13 +63,9 @@ const readyTimeout = 3 * time.Minute
 
 // server is one coredns-mcs process.
 type server struct {
-	name      string
+	*process.Process
 	port      int
 	readyPort int
-	cmd       *exec.Cmd
-	exited    chan struct{}
-	log       string
-	started   time.Time
 	ready     time.Duration // from start to ready
 }
 
@@ -94,7 +86,9 @@ func (f *fleet) start(ctx context.Context, name, corefile string) (*server, erro
 	return s, s.waitReady(ctx)
 }
 
-// launch starts the process without waiting for it.
+// launch starts the process without waiting for it. It is not tied to a
+// context: it must outlive a cancelled run long enough for stopAll to end
+// it gracefully.
 func (f *fleet) launch(name, corefile string) (*server, error) {
 	dir := filepath.Join(f.opts.outDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -104,32 +98,16 @@ func (f *fleet) launch(name, corefile string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{name: name, port: ports[0], readyPort: ports[1], exited: make(chan struct{}), log: filepath.Join(dir, "coredns.log")}
+	s := &server{port: ports[0], readyPort: ports[1]}
 	conf := filepath.Join(dir, "Corefile")
 	if err := writeCorefile(conf, corefile, f.opts, s); err != nil {
 		return nil, err
 	}
-	out, err := os.Create(s.log)
-	if err != nil {
+	if s.Process, err = process.Start(process.CoreDNS(name, f.opts.coredns, conf, filepath.Join(dir, "coredns.log"))); err != nil {
 		return nil, err
 	}
-	defer out.Close()
-	// Not CommandContext: the process must outlive a cancelled run long
-	// enough for stopAll to end it gracefully.
-	s.cmd = exec.Command(f.opts.coredns, "-conf", conf)
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	// Should this program be killed, the kernel stops its servers too.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", f.opts.coredns, err)
-	}
-	s.started = time.Now()
 	f.servers = append(f.servers, s)
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	log.Printf("started %s (pid %d, dns %s, log %s)", name, s.cmd.Process.Pid, s.addr(), s.log)
+	log.Printf("started %s (pid %d, dns %s, log %s)", name, s.Pid(), s.addr(), s.Log())
 	return s, nil
 }
 
@@ -145,68 +123,22 @@ func writeCorefile(path, text string, o options, s *server) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// waitReady polls until the server answers DNS and the ready plugin reports
-// every plugin synced. DNS goes first: ready's endpoint listens before the
-// plugins have registered with it, and says 200 in between.
+// waitReady waits until the server answers DNS and the ready plugin reports
+// every plugin synced.
 func (s *server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("%s exited before it was ready; see %s", s.name, s.log)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s; see %s: %w", s.name, time.Since(s.started).Round(time.Second), s.log, ctx.Err())
-		case <-tick.C:
-		}
-		if s.answers() && s.readyOK() {
-			s.ready = time.Since(s.started)
-			log.Printf("%s ready after %s", s.name, s.ready.Round(10*time.Millisecond))
-			return nil
-		}
+	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", s.readyPort)
+	if err := s.WaitFor(ctx, readyTimeout, process.CoreDNSReady(s.addr(), readyURL)); err != nil {
+		return err
 	}
-}
-
-// answers reports whether the server answers a query, whatever the answer.
-func (s *server) answers() bool {
-	c := &dns.Client{Timeout: 500 * time.Millisecond}
-	_, _, err := c.Exchange(new(dns.Msg).SetQuestion(".", dns.TypeNS), s.addr())
-	return err == nil
-}
-
-func (s *server) readyOK() bool {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", s.readyPort))
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// stop ends the process with SIGTERM, and SIGKILL when that takes too long.
-func (s *server) stop() error {
-	select {
-	case <-s.exited:
-		return nil
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		return fmt.Errorf("%s (pid %d) ignored SIGTERM and was killed", s.name, s.cmd.Process.Pid)
-	}
+	s.ready = time.Since(s.Started())
+	log.Printf("%s ready after %s", s.Name(), s.ready.Round(10*time.Millisecond))
+	return nil
 }
 
 func (f *fleet) stopAll() {
 	var errs []error
 	for _, s := range f.servers {
-		errs = append(errs, s.stop())
+		errs = append(errs, s.Stop(process.StopGrace))
 	}
 	f.servers = nil
 	if err := errors.Join(errs...); err != nil {
@@ -216,7 +148,7 @@ func (f *fleet) stopAll() {
 
 // remove stops one process and forgets it.
 func (f *fleet) remove(s *server) error {
-	err := s.stop()
+	err := s.Stop(process.StopGrace)
 	for i, t := range f.servers {
 		if t == s {
 			f.servers = append(f.servers[:i], f.servers[i+1:]...)

@@ -83,7 +83,7 @@ func dnsperf(ctx context.Context, o options, s *server, queries string, rate int
 		latencies = append(latencies, dnsperfTimeout)
 	}
 	if len(latencies) == 0 {
-		return perfRun{}, fmt.Errorf("dnsperf against %s reported no query", s.name)
+		return perfRun{}, fmt.Errorf("dnsperf against %s reported no query", s.Name())
 	}
 	slices.Sort(latencies)
 	run.p50, run.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)

@@ -74,9 +74,9 @@ func sampleMemory(ctx context.Context, o options, mcs, kube *server) (memoryResu
 }
 
 func (m *memoryReading) sample(s *server) error {
-	st, err := procStatus(s.cmd.Process.Pid)
+	st, err := procStatus(s.Pid())
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
+		return fmt.Errorf("%s: %w", s.Name(), err)
 	}
 	m.rss = max(m.rss, st["VmRSS"])
 	m.hwm = st["VmHWM"]
