@@ -18,19 +18,13 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
-// Keys of SPEC §2.
-const (
-	annotationStrategy = "mcs.coredns-mcs.io/strategy"
-	labelMCSService    = "multicluster.kubernetes.io/service-name"
-	labelSourceCluster = "multicluster.kubernetes.io/source-cluster"
-	controllerName     = "mcs-controller.coredns-mcs.io"
-	// ownManager manages the tests' own slices: not kube-controller-manager's
-	// name, so that it leaves them alone (the Services have no selector).
-	ownManager = "e2e.coredns-mcs.io"
-)
+// ownManager manages the tests' own slices: not kube-controller-manager's
+// name, so that it leaves them alone (the Services have no selector).
+const ownManager = "e2e.coredns-mcs.io"
 
 // fixture writes the objects of one test into a fresh namespace of member1,
 // the cluster coredns watches.
@@ -134,14 +128,14 @@ func (f *fixture) ownSlice(svc string, eps ...endpoint) *discoveryv1.EndpointSli
 // writes it.
 func (f *fixture) importedSlice(svc, cluster string, eps ...endpoint) *discoveryv1.EndpointSlice {
 	s := f.slice(svc, eps)
-	s.Name = "imported-" + cluster + "-" + s.Name
+	s.Name = api.ImportedPrefix + cluster + "-" + s.Name
 	s.Labels = map[string]string{
-		labelMCSService:              svc,
-		labelSourceCluster:           cluster,
-		discoveryv1.LabelServiceName: "derived-" + svc,
-		discoveryv1.LabelManagedBy:   controllerName,
+		mcsv1beta1.LabelServiceName:   svc,
+		mcsv1beta1.LabelSourceCluster: cluster,
+		discoveryv1.LabelServiceName:  api.DerivedPrefix + svc,
+		discoveryv1.LabelManagedBy:    api.ManagedBy,
 	}
-	s.Annotations = map[string]string{"mcs.coredns-mcs.io/source-generation": "1"}
+	s.Annotations = map[string]string{api.AnnotationSourceGeneration: "1"}
 	return s
 }
 
@@ -200,7 +194,7 @@ func (f *fixture) serviceImport(name string, spec importSpec) *mcsv1beta1.Servic
 		imp.Spec.Type = mcsv1beta1.Headless
 	}
 	if spec.strategy != "" {
-		imp.Annotations = map[string]string{annotationStrategy: spec.strategy}
+		imp.Annotations = map[string]string{api.AnnotationStrategy: spec.strategy}
 	}
 	return imp
 }
@@ -209,11 +203,11 @@ func (f *fixture) serviceImport(name string, spec importSpec) *mcsv1beta1.Servic
 // renewed for seconds, and deletes it when the test ends.
 func (f *fixture) lease(cluster string, renewed time.Time, seconds int32) {
 	f.t.Helper()
-	name := "source-" + cluster
+	name := api.LeasePrefix + cluster
 	f.apply(&coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: api.LeaseNamespace, Name: name},
 		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(controllerName),
+			HolderIdentity:       ptr.To(api.ManagedBy),
 			RenewTime:            &metav1.MicroTime{Time: renewed},
 			LeaseDurationSeconds: ptr.To(seconds),
 		},
@@ -222,7 +216,7 @@ func (f *fixture) lease(cluster string, renewed time.Time, seconds int32) {
 	f.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := client.CoordinationV1().Leases("mcs-system").Delete(ctx, name, metav1.DeleteOptions{})
+		err := client.CoordinationV1().Leases(api.LeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			f.t.Errorf("deleting Lease %s: %v", name, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 // TestAPIOutage: coredns-mcs starts while member1's API server cannot be
@@ -40,7 +41,7 @@ func TestAPIOutage(t *testing.T) {
 
 	step("unreachable at start-up", func(t *testing.T) {
 		p.alive(t)
-		code, body, err := httpGet(t.Context(), p.readyURL)
+		code, body, err := process.HTTPGet(t.Context(), p.readyURL)
 		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "mcs") {
 			t.Errorf("/ready: %d %q, %v; want 503 naming mcs", code, body, err)
 		}
@@ -81,7 +82,7 @@ func TestAPIOutage(t *testing.T) {
 				}
 			}
 		}
-		if err := p.ready(t.Context()); err != nil {
+		if err := process.HTTPOK(p.readyURL)(t.Context()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -97,7 +98,7 @@ func TestAPIOutage(t *testing.T) {
 func (p *coredns) expectLog(t *testing.T, parts ...string) {
 	t.Helper()
 	labtest.Eventually(t, answerTimeout, func(context.Context) error {
-		for line := range strings.Lines(p.out.String()) {
+		for line := range strings.Lines(p.Output()) {
 			if containsAll(line, parts) {
 				return nil
 			}

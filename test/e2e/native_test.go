@@ -7,6 +7,8 @@ import (
 
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // The sets of SPEC §5's decision table, for service "svc" of a fixture.
@@ -92,9 +94,10 @@ func ips(eps []endpoint) []string {
 	return out
 }
 
+// The strategies as the annotation spells them.
 const (
-	localFirst     = "LocalFirst"
-	remoteAndLocal = "RemoteAndLocal"
+	localFirst     = string(api.LocalFirst)
+	remoteAndLocal = string(api.RemoteAndLocal)
 )
 
 // decisionTable is every row of SPEC §5's table for an A query of

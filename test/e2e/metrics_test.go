@@ -6,14 +6,18 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 // metrics are the samples of a /metrics page by series (see series).
@@ -44,42 +48,47 @@ func (p *coredns) scrape(t *testing.T) metrics {
 }
 
 func (p *coredns) metrics(ctx context.Context) (metrics, error) {
-	code, body, err := httpGet(ctx, p.metricsURL)
+	code, body, err := process.HTTPGet(ctx, p.metricsURL)
 	if err != nil {
 		return nil, err
 	}
-	if code != 200 {
+	if code != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %d", code)
 	}
 	return parseMetrics(body)
 }
 
-// parseMetrics reads the Prometheus text format, whose label values here
-// hold no commas or escaped quotes.
+// parseMetrics reads the Prometheus text format into samples by series.
+// Histograms and summaries give their _sum and _count (the tests read
+// neither buckets nor quantiles).
 func parseMetrics(text string) (metrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, err
+	}
 	out := metrics{}
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			return nil, fmt.Errorf("bad sample %q", line)
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("bad sample %q: %v", line, err)
-		}
-		name, labels, _ := strings.Cut(line[:i], "{")
-		var pairs []string
-		if labels = strings.TrimSuffix(labels, "}"); labels != "" {
-			for l := range strings.SplitSeq(labels, ",") {
-				k, v, _ := strings.Cut(l, "=")
-				pairs = append(pairs, k, strings.Trim(v, `"`))
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			var pairs []string
+			for _, l := range m.GetLabel() {
+				pairs = append(pairs, l.GetName(), l.GetValue())
+			}
+			switch fam.GetType() {
+			case dto.MetricType_COUNTER:
+				out[series(name, pairs...)] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[series(name, pairs...)] = m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				out[series(name, pairs...)] = m.GetUntyped().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[series(name+"_sum", pairs...)] = m.GetHistogram().GetSampleSum()
+				out[series(name+"_count", pairs...)] = float64(m.GetHistogram().GetSampleCount())
+			case dto.MetricType_SUMMARY:
+				out[series(name+"_sum", pairs...)] = m.GetSummary().GetSampleSum()
+				out[series(name+"_count", pairs...)] = float64(m.GetSummary().GetSampleCount())
 			}
 		}
-		out[series(name, pairs...)] = v
 	}
 	return out, nil
 }

@@ -3,22 +3,17 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 // block is one server block of a generated Corefile, on a port of its own.
@@ -70,30 +65,36 @@ func startServers(t *testing.T) *servers {
 
 // coredns is a running bin/coredns-mcs.
 type coredns struct {
-	cmd        *exec.Cmd
-	out        *logBuffer
-	exited     chan struct{}
-	corefile   string
+	*process.Process
+	corefile   string // its text
 	readyURL   string
 	metricsURL string
 	servers    []*server // one per block, in order
 }
 
-var errPortTaken = errors.New("a port picked for coredns was taken meanwhile")
+// startTimeout bounds the wait until coredns serves DNS: start-up waits up
+// to 5 s for mcs's informers.
+const startTimeout = 20 * time.Second
 
 // startCoreDNS starts bin/coredns-mcs with a Corefile generated from cfg on
-// free loopback ports and waits until it serves DNS (start-up waits up to 5
-// s for mcs's informers). It is stopped when the test ends; its output is
-// logged when the test failed, and a panic in it fails the test.
+// free loopback ports and waits until it serves DNS. It is stopped when the
+// test ends; its output is logged when the test failed, and a panic in it
+// fails the test.
 func startCoreDNS(t *testing.T, cfg config) *coredns {
 	t.Helper()
 	bin := binary(t)
 	for attempt := 1; ; attempt++ {
 		p, err := tryStart(t, bin, cfg)
 		if err == nil {
+			p.StopAtCleanup(t)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("coredns Corefile:\n%s", p.corefile)
+				}
+			})
 			return p
 		}
-		if !errors.Is(err, errPortTaken) || attempt == 3 {
+		if !errors.Is(err, process.ErrPortTaken) || attempt == 3 {
 			t.Fatal(err)
 		}
 	}
@@ -104,35 +105,27 @@ func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir := t.TempDir()
 	p := &coredns{
-		out:        &logBuffer{},
-		exited:     make(chan struct{}),
-		corefile:   filepath.Join(t.TempDir(), "Corefile"),
 		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/ready", ports[0]),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
 	}
 	for i, b := range cfg.blocks {
 		p.servers = append(p.servers, &server{addr: fmt.Sprintf("127.0.0.1:%d", ports[i+2]), ttl: b.ttl})
 	}
-	text, env, err := cfg.write(p.corefile, labtest.Get(t).Kubeconfig(), ports)
+	corefile := filepath.Join(dir, "Corefile")
+	text, env, err := cfg.write(corefile, labtest.Get(t).Kubeconfig(), ports)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, "-conf", p.corefile)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	go func() { p.cmd.Wait(); close(p.exited) }()
-	if err := p.waitFor(20*time.Second, p.serving); err != nil {
-		if strings.Contains(p.out.String(), "address already in use") {
-			err = fmt.Errorf("%w: %v", errPortTaken, err)
+	p.corefile = text
+	run := process.CoreDNS("coredns", bin, corefile, filepath.Join(dir, "coredns.log"), env...)
+	if p.Process, err = process.StartCoreDNS(t.Context(), run, p.servers[0].addr, startTimeout); err != nil {
+		if p.Process != nil {
+			err = fmt.Errorf("%w\noutput:\n%s", err, p.Output())
 		}
-		p.stop()
-		return nil, fmt.Errorf("%v\nCorefile:\n%s\noutput:\n%s", err, text, p.out)
+		return nil, fmt.Errorf("%w\nCorefile:\n%s", err, text)
 	}
-	t.Cleanup(func() { p.cleanUp(t) })
 	return p, nil
 }
 
@@ -186,89 +179,19 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 	return b.String()
 }
 
-// serving is nil once the first block answers a DNS query, whatever its
-// rcode.
-func (p *coredns) serving(ctx context.Context) error {
-	_, err := p.servers[0].ask(ctx, "dns-version.clusterset.local.", 16, "udp")
-	return err
-}
-
 // waitReady waits until /ready says 200.
 func (p *coredns) waitReady(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	if err := p.waitFor(timeout, p.ready); err != nil {
+	if err := p.WaitFor(t.Context(), timeout, process.HTTPOK(p.readyURL)); err != nil {
 		t.Fatalf("coredns is not ready: %v", err)
-	}
-}
-
-// ready is nil when /ready answers 200, else says what it answered.
-func (p *coredns) ready(ctx context.Context) error {
-	code, body, err := httpGet(ctx, p.readyURL)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		return fmt.Errorf("/ready: %d %s", code, strings.TrimSpace(body))
-	}
-	return nil
-}
-
-// waitFor polls check until it returns nil, the process exits, or timeout.
-func (p *coredns) waitFor(timeout time.Duration, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("coredns exited (%v); last check: %v", p.cmd.ProcessState, err)
-		case <-ctx.Done():
-			return fmt.Errorf("not within %s: %v", timeout, err)
-		case <-tick.C:
-		}
 	}
 }
 
 // alive fails the test when the process has exited.
 func (p *coredns) alive(t *testing.T) {
 	t.Helper()
-	select {
-	case <-p.exited:
-		t.Fatalf("coredns exited: %v", p.cmd.ProcessState)
-	default:
-	}
-}
-
-// stop ends the process, gracefully if it lets itself.
-func (p *coredns) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-func (p *coredns) cleanUp(t *testing.T) {
-	p.stop()
-	out := p.out.String()
-	if strings.Contains(out, "panic:") {
-		t.Errorf("coredns panicked")
-	}
-	if t.Failed() {
-		corefile, _ := os.ReadFile(p.corefile)
-		t.Logf("coredns Corefile:\n%s\ncoredns output:\n%s", corefile, out)
+	if err := p.Alive(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -281,7 +204,7 @@ func binary(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("%v: run make build first", err)
 	}
-	for _, dir := range []string{"plugin/mcs", "cmd/coredns-mcs"} {
+	for _, dir := range []string{"plugin/mcs", "api", "cmd/coredns-mcs"} {
 		if newer := newerSource(filepath.Join(root, dir), info.ModTime()); newer != "" {
 			t.Fatalf("%s is older than %s: run make build", bin, newer)
 		}
@@ -302,40 +225,4 @@ func newerSource(dir string, t time.Time) string {
 		}
 	}
 	return ""
-}
-
-// httpGet gets url with a timeout of its own; like ask, it ignores ctx's end.
-func httpGet(ctx context.Context, url string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	var body bytes.Buffer
-	_, err = body.ReadFrom(resp.Body)
-	return resp.StatusCode, body.String(), err
-}
-
-// logBuffer collects a process's output; the process writes while tests read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
