@@ -3,51 +3,28 @@ package main
 import (
 	"context"
 	"log"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// parallel calls fn for 0..n-1 from workers goroutines and returns the
-// first error, or ctx's; p, when not nil, logs the progress.
+// parallel calls fn for 0..n-1 from at most workers goroutines and
+// returns the first error, or ctx's; it hands out no more once either
+// happened. p, when not nil, logs the progress.
 func parallel(ctx context.Context, workers, n int, p *progress, fn func(int) error) error {
-	jobs := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	err := feed(ctx, jobs, errs, n, p)
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs: // a failure after the last hand-out
-		default:
-		}
-	}
-	return err
-}
-
-// feed hands out 0..n-1 until a worker fails or ctx ends.
-func feed(ctx context.Context, jobs chan<- int, errs <-chan error, n int, p *progress) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for i := range n {
-		select {
-		case jobs <- i:
-			p.step()
-		case err := <-errs:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(i) })
+		p.step()
 	}
-	return nil
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // progress logs how far a long phase has got, every 10%.
