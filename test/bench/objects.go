@@ -23,14 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
-)
 
-// Keys of the product contract (SPEC §2) the objects carry.
-const (
-	annotationStrategy   = "mcs.coredns-mcs.io/strategy"
-	annotationGeneration = "mcs.coredns-mcs.io/source-generation"
-	labelManagedBy       = "endpointslice.kubernetes.io/managed-by"
-	controllerName       = "mcs-controller.coredns-mcs.io"
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // Addresses: the ServiceImport of service i has the clusterset IP
@@ -90,12 +84,12 @@ func newWorld(o options) (*world, error) {
 
 func serviceName(i int) string { return "svc-" + strconv.Itoa(i) }
 
-// derivedName is the Service the imported slices belong to (SPEC §2).
-func derivedName(i int) string { return "derived-" + serviceName(i) }
+// derivedName is the Service the imported slices belong to.
+func derivedName(i int) string { return api.DerivedPrefix + serviceName(i) }
 
 func clusterName(c int) string { return "remote-" + strconv.Itoa(c+1) }
 
-func sliceName(c, i int) string { return "imported-" + clusterName(c) + "-" + serviceName(i) }
+func sliceName(c, i int) string { return api.ImportedPrefix + clusterName(c) + "-" + serviceName(i) }
 
 func (w *world) serviceIP(i int) string { return w.serviceIPs[i] }
 
@@ -255,7 +249,7 @@ func (w *world) createImport(ctx context.Context, i int) error {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        serviceName(i),
 			Namespace:   w.opts.namespace,
-			Annotations: map[string]string{annotationStrategy: "RemoteAndLocal"},
+			Annotations: map[string]string{api.AnnotationStrategy: string(api.RemoteAndLocal)},
 		},
 		Spec: mcsv1b1.ServiceImportSpec{
 			Type:  mcsv1b1.ClusterSetIP,
@@ -281,9 +275,9 @@ func (w *world) createSlice(ctx context.Context, c, i int) error {
 				mcsv1b1.LabelServiceName:     serviceName(i),
 				mcsv1b1.LabelSourceCluster:   clusterName(c),
 				discoveryv1.LabelServiceName: derivedName(i),
-				labelManagedBy:               controllerName,
+				discoveryv1.LabelManagedBy:   api.ManagedBy,
 			},
-			Annotations: map[string]string{annotationGeneration: "1"},
+			Annotations: map[string]string{api.AnnotationSourceGeneration: "1"},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
