@@ -57,7 +57,7 @@ func setup(c *caddy.Controller) error {
 	}
 	m := newMCS(cfg, cl)
 	c.OnStartup(func() error {
-		m.nsAddrs = boundIPs(dnsserver.GetConfig(c).ListenHosts)
+		m.nsAddrs = boundIPs(dnsserver.GetConfig(c).ListenHosts, interfaceAddrs)
 		return nil
 	})
 	c.OnStartup(m.watcher.start)
@@ -112,7 +112,7 @@ func parseStanza(c *caddy.Controller) (*config, error) {
 			return nil, err
 		}
 	}
-	return cfg, checkFallthrough(c, cfg)
+	return cfg, nil
 }
 
 // parseZones reads the zones after "mcs" (else the server block's) and
@@ -248,14 +248,11 @@ func parseTTL(c *caddy.Controller, cfg *config) error {
 	return nil
 }
 
+// parseFallthrough rejects fallthrough zones that no query of this plugin
+// can be in: they would silently never apply. The zones are known: they
+// come before the block.
 func parseFallthrough(c *caddy.Controller, cfg *config) error {
 	cfg.fall.SetZonesFromArgs(c.RemainingArgs())
-	return nil
-}
-
-// checkFallthrough rejects fallthrough zones that no query of this plugin can
-// be in: they would silently never apply.
-func checkFallthrough(c *caddy.Controller, cfg *config) error {
 	for _, z := range cfg.fall.Zones {
 		if z != "." && plugin.Zones(cfg.zones).Matches(z) == "" {
 			return c.Errf("option fallthrough: zone %s is not within mcs zones %v", z, cfg.zones)

@@ -1,15 +1,16 @@
 package mcs
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/plugin/pkg/fall"
-
-	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns/coredns/core/dnsserver"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -45,54 +46,58 @@ func parseInput(input string, blockKeys ...string) (*config, error) {
 	return parseCorefile(c)
 }
 
+// fields is a config as field name → value, for comparisons that name
+// the field that differs.
+func fields(c *config) map[string]string {
+	host := "in-cluster"
+	if c.rest != nil {
+		host = c.rest.Host
+	}
+	return map[string]string{
+		"zones":       strings.Join(c.zones, " "),
+		"api server":  host,
+		"cluster":     c.cluster,
+		"strategy":    string(c.strategy),
+		"answer":      string(c.answer),
+		"ttl":         strconv.Itoa(int(c.ttl)),
+		"fallthrough": strings.Join(c.fall.Zones, " "),
+		"where":       c.where,
+	}
+}
+
 func TestParseValid(t *testing.T) {
 	kc := writeKubeconfig(t)
+	defaults := map[string]string{
+		"zones": "cluster.local.", "api server": "in-cluster", "cluster": "", "strategy": "",
+		"answer": "vip", "ttl": "5", "fallthrough": "", "where": "Testfile:1",
+	}
 	tests := []struct {
 		name, input string
 		blockKeys   []string
-		check       func(*config) string
+		want        map[string]string // the fields that differ from defaults
 	}{
-		{"defaults", "mcs cluster.local clusterset.local", nil, func(c *config) string {
-			return expect(c.zones[0] == "cluster.local." && c.zones[1] == "clusterset.local." && c.ttl == 5 &&
-				c.answer == answerVIP && c.strategy == "" && c.cluster == "" && c.rest == nil && c.fall.Zones == nil)
-		}},
-		{"zones from the server block", "mcs", []string{"cluster.local:53", "clusterset.local:53"}, func(c *config) string {
-			return expect(len(c.zones) == 2 && c.zones[0] == "cluster.local." && c.zones[1] == "clusterset.local.")
-		}},
-		{"zones inside the root block", "mcs cluster.local", []string{".:53"}, func(c *config) string {
-			return expect(len(c.zones) == 1)
-		}},
-		{"zones are normalized", "mcs Cluster.Local ClusterSet.Local.", nil, func(c *config) string {
-			return expect(c.zones[0] == "cluster.local." && c.zones[1] == clustersetZone)
-		}},
-		{"cluster", "mcs cluster.local {\n cluster member-1\n}", nil, func(c *config) string { return expect(c.cluster == "member-1") }},
-		{"strategy RemoteAndLocal", "mcs cluster.local {\n strategy RemoteAndLocal\n}", nil, func(c *config) string {
-			return expect(c.strategy == api.RemoteAndLocal)
-		}},
-		{"strategy LocalFirst", "mcs cluster.local {\n strategy LocalFirst\n}", nil, func(c *config) string {
-			return expect(c.strategy == api.LocalFirst)
-		}},
-		{"answer endpoints", "mcs cluster.local {\n answer endpoints\n}", nil, func(c *config) string { return expect(c.answer == answerEndpoints) }},
-		{"answer vip", "mcs cluster.local {\n answer vip\n}", nil, func(c *config) string { return expect(c.answer == answerVIP) }},
-		{"ttl 0", "mcs cluster.local {\n ttl 0\n}", nil, func(c *config) string { return expect(c.ttl == 0) }},
-		{"ttl 3600", "mcs cluster.local {\n ttl 3600\n}", nil, func(c *config) string { return expect(c.ttl == 3600) }},
-		{"fallthrough all", "mcs cluster.local {\n fallthrough\n}", nil, func(c *config) string { return expect(c.fall.Equal(fall.Root)) }},
-		{"fallthrough zone", "mcs cluster.local clusterset.local {\n fallthrough clusterset.local\n}", nil, func(c *config) string {
-			return expect(len(c.fall.Zones) == 1 && c.fall.Zones[0] == "clusterset.local.")
-		}},
-		{"fallthrough subzone", "mcs clusterset.local {\n fallthrough demo.svc.clusterset.local\n}", nil, func(c *config) string {
-			return expect(c.fall.Zones[0] == "demo.svc.clusterset.local.")
-		}},
-		{"kubeconfig", "mcs cluster.local {\n kubeconfig " + kc + "\n}", nil, func(c *config) string {
-			return expect(c.rest != nil && c.rest.Host == "https://127.0.0.1:6443")
-		}},
-		{"kubeconfig context", "mcs cluster.local {\n kubeconfig " + kc + " member2\n}", nil, func(c *config) string {
-			return expect(c.rest != nil && c.rest.Host == "https://127.0.0.2:6443")
-		}},
-		{"everything", "mcs cluster.local clusterset.local {\n kubeconfig " + kc + " member1\n cluster member1\n strategy LocalFirst\n answer endpoints\n ttl 30\n fallthrough\n}", nil, func(c *config) string {
-			return expect(c.rest != nil && c.cluster == "member1" && c.strategy == api.LocalFirst && c.answer == answerEndpoints && c.ttl == 30 && len(c.fall.Zones) == 1)
-		}},
-		{"where", "mcs cluster.local", nil, func(c *config) string { return expect(c.where == "Testfile:1") }},
+		{"defaults", "mcs cluster.local clusterset.local", nil, map[string]string{"zones": "cluster.local. clusterset.local."}},
+		{"zones from the server block", "mcs", []string{"cluster.local:53", "clusterset.local:53"}, map[string]string{"zones": "cluster.local. clusterset.local."}},
+		{"zones inside the root block", "mcs cluster.local", []string{".:53"}, nil},
+		{"zones are normalized", "mcs Cluster.Local ClusterSet.Local.", nil, map[string]string{"zones": "cluster.local. clusterset.local."}},
+		{"cluster", "mcs cluster.local {\n cluster member-1\n}", nil, map[string]string{"cluster": "member-1"}},
+		{"strategy RemoteAndLocal", "mcs cluster.local {\n strategy RemoteAndLocal\n}", nil, map[string]string{"strategy": "RemoteAndLocal"}},
+		{"strategy LocalFirst", "mcs cluster.local {\n strategy LocalFirst\n}", nil, map[string]string{"strategy": "LocalFirst"}},
+		{"answer endpoints", "mcs cluster.local {\n answer endpoints\n}", nil, map[string]string{"answer": "endpoints"}},
+		{"answer vip", "mcs cluster.local {\n answer vip\n}", nil, nil},
+		{"ttl 0", "mcs cluster.local {\n ttl 0\n}", nil, map[string]string{"ttl": "0"}},
+		{"ttl 3600", "mcs cluster.local {\n ttl 3600\n}", nil, map[string]string{"ttl": "3600"}},
+		{"fallthrough all", "mcs cluster.local {\n fallthrough\n}", nil, map[string]string{"fallthrough": "."}},
+		{"fallthrough zone", "mcs cluster.local clusterset.local {\n fallthrough clusterset.local\n}", nil,
+			map[string]string{"zones": "cluster.local. clusterset.local.", "fallthrough": "clusterset.local."}},
+		{"fallthrough subzone", "mcs clusterset.local {\n fallthrough demo.svc.clusterset.local\n}", nil,
+			map[string]string{"zones": "clusterset.local.", "fallthrough": "demo.svc.clusterset.local."}},
+		{"kubeconfig", "mcs cluster.local {\n kubeconfig " + kc + "\n}", nil, map[string]string{"api server": "https://127.0.0.1:6443"}},
+		{"kubeconfig context", "mcs cluster.local {\n kubeconfig " + kc + " member2\n}", nil, map[string]string{"api server": "https://127.0.0.2:6443"}},
+		{"everything", "mcs cluster.local clusterset.local {\n kubeconfig " + kc + " member1\n cluster member1\n strategy LocalFirst\n answer endpoints\n ttl 30\n fallthrough\n}", nil,
+			map[string]string{"zones": "cluster.local. clusterset.local.", "api server": "https://127.0.0.1:6443", "cluster": "member1",
+				"strategy": "LocalFirst", "answer": "endpoints", "ttl": "30", "fallthrough": "."}},
+		{"where", "\n\nmcs cluster.local", nil, map[string]string{"where": "Testfile:3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,18 +105,16 @@ func TestParseValid(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if msg := tc.check(cfg); msg != "" {
-				t.Errorf("%s: config %+v", msg, cfg)
+			want := maps.Clone(defaults)
+			maps.Copy(want, tc.want)
+			got := fields(cfg)
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				if got[k] != want[k] {
+					t.Errorf("%s = %q, want %q", k, got[k], want[k])
+				}
 			}
 		})
 	}
-}
-
-func expect(ok bool) string {
-	if ok {
-		return ""
-	}
-	return "unexpected config"
 }
 
 func TestParseErrors(t *testing.T) {
@@ -119,36 +122,36 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, input string
 		blockKeys   []string
-		want        []string // substrings of the error
+		want        []string // substrings of the error: what is wrong, the option, the line
 	}{
 		{"unknown option", "mcs cluster.local {\n endpoint https://x\n}", nil, []string{`unknown option "endpoint"`, "Testfile:2"}},
 		{"duplicate option", "mcs cluster.local {\n ttl 5\n ttl 6\n}", nil, []string{`option "ttl" given more than once`, "Testfile:3"}},
-		{"duplicate fallthrough", "mcs cluster.local {\n fallthrough\n fallthrough\n}", nil, []string{`option "fallthrough" given more than once`}},
+		{"duplicate fallthrough", "mcs cluster.local {\n fallthrough\n fallthrough\n}", nil, []string{`option "fallthrough" given more than once`, "Testfile:3"}},
 		{"used twice", "mcs cluster.local\nmcs clusterset.local", nil, []string{"only be used once", "Testfile:2"}},
-		{"no zones", "mcs", nil, []string{"no zones"}},
-		{"root zone", "mcs .", nil, []string{"would claim every name"}},
-		{"root block default", "mcs", []string{".:53"}, []string{"would claim every name"}},
-		{"same zone twice", "mcs cluster.local cluster.local", nil, []string{"zones cluster.local. and cluster.local. clash"}},
-		{"nested zones", "mcs cluster.local svc.cluster.local", nil, []string{"clash"}},
-		{"parent after child", "mcs svc.cluster.local cluster.local", nil, []string{"clash"}},
-		{"reverse zone", "mcs cluster.local 10.in-addr.arpa", nil, []string{"reverse zone"}},
-		{"outside the block", "mcs clusterset.local", []string{"cluster.local:53"}, []string{"outside this server block"}},
+		{"no zones", "mcs", nil, []string{"no zones", "Testfile:1"}},
+		{"root zone", "mcs .", nil, []string{"would claim every name", "Testfile:1"}},
+		{"root block default", "mcs", []string{".:53"}, []string{"would claim every name", "Testfile:1"}},
+		{"same zone twice", "mcs cluster.local cluster.local", nil, []string{"zones cluster.local. and cluster.local. clash", "Testfile:1"}},
+		{"nested zones", "mcs cluster.local svc.cluster.local", nil, []string{"zones cluster.local. and svc.cluster.local. clash", "Testfile:1"}},
+		{"parent after child", "mcs svc.cluster.local cluster.local", nil, []string{"zones svc.cluster.local. and cluster.local. clash", "Testfile:1"}},
+		{"reverse zone", "mcs cluster.local 10.in-addr.arpa", nil, []string{"zone 10.in-addr.arpa. is a reverse zone", "Testfile:1"}},
+		{"outside the block", "mcs clusterset.local", []string{"cluster.local:53"}, []string{"zone clusterset.local. is outside this server block", "Testfile:1"}},
 		{"cluster without name", "mcs cluster.local {\n cluster\n}", nil, []string{"option cluster takes exactly one argument", "Testfile:2"}},
-		{"cluster two names", "mcs cluster.local {\n cluster a b\n}", nil, []string{"option cluster takes exactly one argument"}},
-		{"cluster bad name", "mcs cluster.local {\n cluster Member_1\n}", nil, []string{`option cluster: "Member_1" is not a valid cluster name`}},
-		{"strategy missing", "mcs cluster.local {\n strategy\n}", nil, []string{"option strategy takes exactly one argument"}},
-		{"strategy bad", "mcs cluster.local {\n strategy localfirst\n}", nil, []string{`option strategy must be RemoteAndLocal or LocalFirst, not "localfirst"`}},
-		{"answer bad", "mcs cluster.local {\n answer both\n}", nil, []string{`option answer must be vip or endpoints, not "both"`}},
-		{"answer missing", "mcs cluster.local {\n answer\n}", nil, []string{"option answer takes exactly one argument"}},
-		{"ttl negative", "mcs cluster.local {\n ttl -1\n}", nil, []string{`option ttl must be an integer in 0..3600, not "-1"`}},
-		{"ttl too big", "mcs cluster.local {\n ttl 3601\n}", nil, []string{"0..3600"}},
-		{"ttl not a number", "mcs cluster.local {\n ttl 5s\n}", nil, []string{"0..3600"}},
-		{"ttl missing", "mcs cluster.local {\n ttl\n}", nil, []string{"option ttl takes exactly one argument"}},
-		{"kubeconfig missing", "mcs cluster.local {\n kubeconfig\n}", nil, []string{"option kubeconfig takes PATH [CONTEXT]"}},
-		{"kubeconfig three args", "mcs cluster.local {\n kubeconfig a b c\n}", nil, []string{"option kubeconfig takes PATH [CONTEXT]"}},
-		{"kubeconfig no file", "mcs cluster.local {\n kubeconfig /nonexistent/kubeconfig\n}", nil, []string{"option kubeconfig", "no such file"}},
-		{"kubeconfig bad context", "mcs cluster.local {\n kubeconfig " + kc + " nope\n}", nil, []string{"option kubeconfig", `"nope"`}},
-		{"fallthrough outside", "mcs cluster.local {\n fallthrough example.org\n}", nil, []string{"option fallthrough: zone example.org. is not within mcs zones"}},
+		{"cluster two names", "mcs cluster.local {\n cluster a b\n}", nil, []string{"option cluster takes exactly one argument", "Testfile:2"}},
+		{"cluster bad name", "mcs cluster.local {\n cluster Member_1\n}", nil, []string{`option cluster: "Member_1" is not a valid cluster name`, "Testfile:2"}},
+		{"strategy missing", "mcs cluster.local {\n strategy\n}", nil, []string{"option strategy takes exactly one argument", "Testfile:2"}},
+		{"strategy bad", "mcs cluster.local {\n strategy localfirst\n}", nil, []string{`option strategy must be RemoteAndLocal or LocalFirst, not "localfirst"`, "Testfile:2"}},
+		{"answer bad", "mcs cluster.local {\n answer both\n}", nil, []string{`option answer must be vip or endpoints, not "both"`, "Testfile:2"}},
+		{"answer missing", "mcs cluster.local {\n answer\n}", nil, []string{"option answer takes exactly one argument", "Testfile:2"}},
+		{"ttl negative", "mcs cluster.local {\n ttl -1\n}", nil, []string{`option ttl must be an integer in 0..3600, not "-1"`, "Testfile:2"}},
+		{"ttl too big", "mcs cluster.local {\n ttl 3601\n}", nil, []string{`option ttl must be an integer in 0..3600, not "3601"`, "Testfile:2"}},
+		{"ttl not a number", "mcs cluster.local {\n ttl 5s\n}", nil, []string{`option ttl must be an integer in 0..3600, not "5s"`, "Testfile:2"}},
+		{"ttl missing", "mcs cluster.local {\n ttl\n}", nil, []string{"option ttl takes exactly one argument", "Testfile:2"}},
+		{"kubeconfig missing", "mcs cluster.local {\n kubeconfig\n}", nil, []string{"option kubeconfig takes PATH [CONTEXT]", "Testfile:2"}},
+		{"kubeconfig three args", "mcs cluster.local {\n kubeconfig a b c\n}", nil, []string{"option kubeconfig takes PATH [CONTEXT]", "Testfile:2"}},
+		{"kubeconfig no file", "mcs cluster.local {\n kubeconfig /nonexistent/kubeconfig\n}", nil, []string{"option kubeconfig", "no such file", "Testfile:2"}},
+		{"kubeconfig bad context", "mcs cluster.local {\n kubeconfig " + kc + " nope\n}", nil, []string{"option kubeconfig", `"nope"`, "Testfile:2"}},
+		{"fallthrough outside", "mcs cluster.local {\n fallthrough example.org\n}", nil, []string{"option fallthrough: zone example.org. is not within mcs zones", "Testfile:2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,8 +178,25 @@ func TestSetupOutsideCluster(t *testing.T) {
 }
 
 func TestSetupWithKubeconfig(t *testing.T) {
-	c := caddy.NewTestController("dns", "mcs cluster.local {\n kubeconfig "+writeKubeconfig(t)+"\n cluster member1\n}")
+	c := caddy.NewTestController("dns", "mcs cluster.local {\n kubeconfig "+writeKubeconfig(t)+" member2\n cluster member1\n ttl 7\n}")
 	if err := setup(c); err != nil {
 		t.Fatalf("setup: %v", err)
+	}
+	plugins := dnsserver.GetConfig(c).Plugin
+	if len(plugins) != 1 {
+		t.Fatalf("setup added %d plugins, want 1", len(plugins))
+	}
+	m, ok := plugins[0](nil).(*MCS)
+	if !ok {
+		t.Fatalf("setup added %T, want *MCS", plugins[0](nil))
+	}
+	got := fields(m.cfg)
+	for k, want := range map[string]string{"zones": "cluster.local.", "api server": "https://127.0.0.2:6443", "cluster": "member1", "ttl": "7"} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+	if m.watcher == nil || m.idx == nil || m.watcher.idx != m.idx || m.watcher.cl.host != "https://127.0.0.2:6443" {
+		t.Errorf("the watcher must feed the plugin's index from the kubeconfig's API server")
 	}
 }
