@@ -15,7 +15,7 @@ import (
 // message build) without the network: run with -benchmem.
 func BenchmarkServeDNS(b *testing.B) {
 	cfg := baseConfig()
-	objs := append(scenario{"LocalFirst", false, true, true, readyLocal, readyRemote}.objects(), clustersetObjects()[2:]...)
+	objs := append(scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}.objects(), clustersetObjects()[2:]...)
 	f := newFixture(b, cfg, objs...)
 	addServices(f.m.idx, 10000)
 	cases := []struct {

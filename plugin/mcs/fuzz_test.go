@@ -16,7 +16,7 @@ func fuzzTargets(tb testing.TB) []*MCS {
 	for _, mode := range []answerMode{answerVIP, answerEndpoints} {
 		cfg := baseConfig()
 		cfg.answer = mode
-		objs := append(scenario{"LocalFirst", false, true, true, readyLocal, readyRemote}.objects(),
+		objs := append(scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}.objects(),
 			importObj("demo", "web", nil, nil, headlessImport, withStrategy("RemoteAndLocal")),
 			importedSlice("demo", "web", "member2", "web-b", []portSpec{httpPort}, ep{ip: "10.2.0.5", hostname: "web-0"}, ep{ip: "fd00::5"}))
 		out = append(out, newFixture(tb, cfg, objs...).m)

@@ -43,13 +43,29 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 }
 
 func TestBoundIPs(t *testing.T) {
-	got := boundIPs([]string{"127.0.0.1", "10.0.0.10", "fd00::10", "::1"})
-	if len(got) != 2 || family(got[0]) != dns.TypeA || !got[1].Equal(net.ParseIP("fd00::10")) {
-		t.Fatalf("bound IPs %v", got)
+	noInterfaces := func() []string { t.Fatal("interfaces listed for bound addresses"); return nil }
+	got := boundIPs([]string{"127.0.0.1", "10.0.0.10", "fd00::10", "::1"}, noInterfaces)
+	if len(got) != 2 || !got[0].Equal(net.ParseIP("10.0.0.10")) || family(got[0]) != dns.TypeA || !got[1].Equal(net.ParseIP("fd00::10")) {
+		t.Fatalf("bound IPs %v, want [10.0.0.10 fd00::10]", got)
 	}
-	for _, ip := range boundIPs(nil) { // every interface address, loopback left out
-		if ip.IsLoopback() {
-			t.Fatalf("loopback %v in the glue", ip)
+	// Listening on every address: every interface address but loopback, in
+	// the CIDR form net.InterfaceAddrs gives.
+	ifaces := func() []string {
+		return []string{"127.0.0.1/8", "192.0.2.7/24", "::1/128", "2001:db8::7/64", "fe80::1/64"}
+	}
+	for _, hosts := range [][]string{nil, {""}} {
+		got := boundIPs(hosts, ifaces)
+		want := []string{"192.0.2.7", "2001:db8::7", "fe80::1"}
+		if len(got) != len(want) {
+			t.Fatalf("hosts %q: glue %v, want %v", hosts, got, want)
+		}
+		for i, ip := range got {
+			if !ip.Equal(net.ParseIP(want[i])) {
+				t.Errorf("hosts %q: glue %v, want %v", hosts, got, want)
+			}
+		}
+		if family(got[0]) != dns.TypeA {
+			t.Errorf("IPv4 glue %v is not 4 bytes long: it would not pack as an A record", got[0])
 		}
 	}
 }

@@ -4,10 +4,11 @@ import "net"
 
 // boundIPs are the non-loopback addresses the server listens on: the glue of
 // ns.dns.clusterset.local. Listening on every address means every interface
-// address, as the kubernetes plugin answers when it cannot find its Service.
-func boundIPs(hosts []string) []net.IP {
+// address (as ifaces lists them, e.g. interfaceAddrs), as the kubernetes
+// plugin answers when it cannot find its Service.
+func boundIPs(hosts []string, ifaces func() []string) []net.IP {
 	if len(hosts) == 0 || hosts[0] == "" {
-		hosts = interfaceAddrs()
+		hosts = ifaces()
 	}
 	var ips []net.IP
 	for _, h := range hosts {

@@ -85,28 +85,28 @@ func TestDecisionTable(t *testing.T) {
 		outcome  outcome
 		fellBack bool
 	}{
-		{"LocalFirst vip: L → VIP_local", answerVIP, scenario{lf, false, true, true, readyLocal, readyRemote}, []string{vipLocal}, outcomeLocal, false},
-		{"LocalFirst vip: L, no local VIP → L", answerVIP, scenario{lf, false, false, true, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
-		{"LocalFirst vip: L not ready, R → VIP_set", answerVIP, scenario{lf, false, true, true, notReadyLocal, readyRemote}, []string{vipSet}, outcomeRemote, true},
-		{"LocalFirst vip: no L slice, R → VIP_set", answerVIP, scenario{lf, false, true, true, nil, readyRemote}, []string{vipSet}, outcomeRemote, true},
-		{"LocalFirst vip: R, no VIP_set → R", answerVIP, scenario{lf, false, true, false, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeRemote, true},
-		{"LocalFirst vip: both empty → VIP_local", answerVIP, scenario{lf, false, true, true, notReadyLocal, notReadyRem}, []string{vipLocal}, outcomeLocal, false},
-		{"LocalFirst vip: both empty, no Service → VIP_set", answerVIP, scenario{lf, false, false, true, nil, notReadyRem}, []string{vipSet}, outcomeRemote, false},
-		{"LocalFirst vip: both empty, no VIP → next", answerVIP, scenario{lf, false, false, false, nil, nil}, nil, "", false},
-		{"LocalFirst endpoints: L → L", answerEndpoints, scenario{lf, false, true, true, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
-		{"LocalFirst endpoints: R → R", answerEndpoints, scenario{lf, false, true, true, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeRemote, true},
-		{"LocalFirst endpoints: both empty → next", answerEndpoints, scenario{lf, false, true, true, notReadyLocal, notReadyRem}, nil, "", false},
-		{"LocalFirst headless: L → L", answerVIP, scenario{lf, true, true, false, readyLocal, readyRemote}, []string{localIP}, outcomeLocal, false},
-		{"LocalFirst headless: R → R", answerVIP, scenario{lf, true, true, false, nil, readyRemote}, []string{remoteIP}, outcomeRemote, true},
-		{"LocalFirst headless: both empty → next", answerVIP, scenario{lf, true, true, false, notReadyLocal, nil}, nil, "", false},
-		{"RemoteAndLocal vip → VIP_set", answerVIP, scenario{ral, false, true, true, readyLocal, readyRemote}, []string{vipSet}, outcomeCombined, false},
-		{"RemoteAndLocal vip: nothing ready → VIP_set", answerVIP, scenario{ral, false, true, true, notReadyLocal, notReadyRem}, []string{vipSet}, outcomeCombined, false},
-		{"RemoteAndLocal vip: no VIP_set → L ∪ R", answerVIP, scenario{ral, false, true, false, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
-		{"RemoteAndLocal vip: no VIP_set, nothing ready → next", answerVIP, scenario{ral, false, true, false, notReadyLocal, notReadyRem}, nil, "", false},
-		{"RemoteAndLocal endpoints → L ∪ R", answerEndpoints, scenario{ral, false, true, true, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
-		{"RemoteAndLocal endpoints: R only → R", answerEndpoints, scenario{ral, false, true, true, notReadyLocal, readyRemote}, []string{remoteIP}, outcomeCombined, false},
-		{"RemoteAndLocal endpoints: empty → next", answerEndpoints, scenario{ral, false, true, true, nil, nil}, nil, "", false},
-		{"RemoteAndLocal headless → L ∪ R", answerVIP, scenario{ral, true, true, false, readyLocal, readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+		{"LocalFirst vip: L → VIP_local", answerVIP, scenario{strategy: lf, localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}, []string{vipLocal}, outcomeLocal, false},
+		{"LocalFirst vip: L, no local VIP → L", answerVIP, scenario{strategy: lf, setVIP: true, local: readyLocal, remote: readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst vip: L not ready, R → VIP_set", answerVIP, scenario{strategy: lf, localSvc: true, setVIP: true, local: notReadyLocal, remote: readyRemote}, []string{vipSet}, outcomeRemote, true},
+		{"LocalFirst vip: no L slice, R → VIP_set", answerVIP, scenario{strategy: lf, localSvc: true, setVIP: true, remote: readyRemote}, []string{vipSet}, outcomeRemote, true},
+		{"LocalFirst vip: R, no VIP_set → R", answerVIP, scenario{strategy: lf, localSvc: true, local: notReadyLocal, remote: readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst vip: both empty → VIP_local", answerVIP, scenario{strategy: lf, localSvc: true, setVIP: true, local: notReadyLocal, remote: notReadyRem}, []string{vipLocal}, outcomeLocal, false},
+		{"LocalFirst vip: both empty, no Service → VIP_set", answerVIP, scenario{strategy: lf, setVIP: true, remote: notReadyRem}, []string{vipSet}, outcomeRemote, false},
+		{"LocalFirst vip: both empty, no VIP → next", answerVIP, scenario{strategy: lf}, nil, "", false},
+		{"LocalFirst endpoints: L → L", answerEndpoints, scenario{strategy: lf, localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst endpoints: R → R", answerEndpoints, scenario{strategy: lf, localSvc: true, setVIP: true, local: notReadyLocal, remote: readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst endpoints: both empty → next", answerEndpoints, scenario{strategy: lf, localSvc: true, setVIP: true, local: notReadyLocal, remote: notReadyRem}, nil, "", false},
+		{"LocalFirst headless: L → L", answerVIP, scenario{strategy: lf, headless: true, localSvc: true, local: readyLocal, remote: readyRemote}, []string{localIP}, outcomeLocal, false},
+		{"LocalFirst headless: R → R", answerVIP, scenario{strategy: lf, headless: true, localSvc: true, remote: readyRemote}, []string{remoteIP}, outcomeRemote, true},
+		{"LocalFirst headless: both empty → next", answerVIP, scenario{strategy: lf, headless: true, localSvc: true, local: notReadyLocal}, nil, "", false},
+		{"RemoteAndLocal vip → VIP_set", answerVIP, scenario{strategy: ral, localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}, []string{vipSet}, outcomeCombined, false},
+		{"RemoteAndLocal vip: nothing ready → VIP_set", answerVIP, scenario{strategy: ral, localSvc: true, setVIP: true, local: notReadyLocal, remote: notReadyRem}, []string{vipSet}, outcomeCombined, false},
+		{"RemoteAndLocal vip: no VIP_set → L ∪ R", answerVIP, scenario{strategy: ral, localSvc: true, local: readyLocal, remote: readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal vip: no VIP_set, nothing ready → next", answerVIP, scenario{strategy: ral, localSvc: true, local: notReadyLocal, remote: notReadyRem}, nil, "", false},
+		{"RemoteAndLocal endpoints → L ∪ R", answerEndpoints, scenario{strategy: ral, localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal endpoints: R only → R", answerEndpoints, scenario{strategy: ral, localSvc: true, setVIP: true, local: notReadyLocal, remote: readyRemote}, []string{remoteIP}, outcomeCombined, false},
+		{"RemoteAndLocal endpoints: empty → next", answerEndpoints, scenario{strategy: ral, localSvc: true, setVIP: true}, nil, "", false},
+		{"RemoteAndLocal headless → L ∪ R", answerVIP, scenario{strategy: ral, headless: true, localSvc: true, local: readyLocal, remote: readyRemote}, []string{localIP, remoteIP}, outcomeCombined, false},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -245,7 +245,7 @@ func TestWhichServicesAreNative(t *testing.T) {
 func TestAnnotationOverridesOption(t *testing.T) {
 	cfg := baseConfig()
 	cfg.strategy = api.RemoteAndLocal
-	f := newFixture(t, cfg, scenario{string(api.LocalFirst), false, true, true, readyLocal, readyRemote}.objects()...)
+	f := newFixture(t, cfg, scenario{strategy: string(api.LocalFirst), localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}.objects()...)
 	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{vipLocal}) {
 		t.Fatalf("LocalFirst from the annotation wants VIP_local, got %v", got)
 	}
@@ -329,14 +329,19 @@ func TestPerEndpointRemoteAndLocal(t *testing.T) {
 // An endpoint name of a ClusterIP service answers that endpoint, not a VIP,
 // and a name no endpoint has goes to the next plugin.
 func TestPerEndpointClusterIP(t *testing.T) {
-	for _, strategy := range []string{"RemoteAndLocal", "LocalFirst"} {
+	// The service name answers the VIP its strategy picks: RemoteAndLocal
+	// VIP_set, LocalFirst with a ready local endpoint VIP_local.
+	for strategy, vip := range map[string]string{string(api.RemoteAndLocal): "10.99.0.20", string(api.LocalFirst): "10.96.0.20"} {
 		f := newFixture(t, baseConfig(),
 			serviceObj("demo", "api", []string{"10.96.0.20"}),
 			importObj("demo", "api", []string{"10.99.0.20"}, nil, withStrategy(strategy)),
 			localSlice("demo", "api", "api-a", nil, ep{ip: "10.1.0.20", hostname: "api-0"}),
 			importedSlice("demo", "api", "member2", "api-b", nil, ep{ip: "10.2.0.21", hostname: "api-1"}))
-		if got := addresses(f.query("api.demo.svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] == "10.1.0.20" {
-			t.Fatalf("%s: the service name answers a VIP, got %v", strategy, got)
+		if got := addresses(f.query("api.demo.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{vip}) {
+			t.Fatalf("%s: the service name must answer %s, got %v", strategy, vip, got)
+		}
+		if got := addresses(f.query("api-0.api.demo.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{"10.1.0.20"}) {
+			t.Errorf("%s: want the local api-0, not a VIP, got %v", strategy, got)
 		}
 		if got := addresses(f.query("api-1.api.demo.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{"10.2.0.21"}) {
 			t.Errorf("%s: want the remote api-1, got %v", strategy, got)
@@ -348,7 +353,7 @@ func TestPerEndpointClusterIP(t *testing.T) {
 }
 
 func TestNativeKeepsQueryCase(t *testing.T) {
-	f := newFixture(t, baseConfig(), scenario{"RemoteAndLocal", false, true, true, readyLocal, nil}.objects()...)
+	f := newFixture(t, baseConfig(), scenario{strategy: "RemoteAndLocal", localSvc: true, setVIP: true, local: readyLocal}.objects()...)
 	resp := f.query("Serve.Demo.svc.Cluster.Local.", dns.TypeA)
 	if len(resp.Answer) != 1 || resp.Answer[0].Header().Name != "Serve.Demo.svc.Cluster.Local." {
 		t.Fatalf("want the owner spelled as asked, got\n%s", resp)
@@ -381,7 +386,7 @@ func TestPassedOnUntouched(t *testing.T) {
 // TestAnswerFollowsChanges: LocalFirst fails over to the remote VIP within
 // one informer event of the local slice going not ready, and back.
 func TestAnswerFollowsChanges(t *testing.T) {
-	f := newFixture(t, baseConfig(), scenario{"LocalFirst", false, true, true, readyLocal, readyRemote}.objects()...)
+	f := newFixture(t, baseConfig(), scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}.objects()...)
 	answer := func() []string { return addresses(f.query(serveName, dns.TypeA)) }
 	if got := answer(); !slices.Equal(got, []string{vipLocal}) {
 		t.Fatalf("start: %v", got)
@@ -407,7 +412,7 @@ func TestAnswerFollowsChanges(t *testing.T) {
 func equal(got []string, want ...string) bool { return slices.Equal(got, want) }
 
 func TestServfailBeforeSync(t *testing.T) {
-	f := newUnstartedFixture(t, baseConfig(), scenario{"LocalFirst", false, true, true, readyLocal, nil}.objects()...)
+	f := newUnstartedFixture(t, baseConfig(), scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal}.objects()...)
 	if f.m.Ready() {
 		t.Fatal("ready before start")
 	}

@@ -2,15 +2,22 @@ package mcs
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 func TestClusterFromClusterProperty(t *testing.T) {
@@ -78,17 +85,57 @@ func TestServiceImportV1alpha1(t *testing.T) {
 }
 
 // Without the MCS CRDs the plugin keeps trying and is not ready; start-up
-// still succeeds so CoreDNS serves every other name.
+// still succeeds so CoreDNS serves every other name. Once ServiceImports are
+// served it syncs, becomes ready and answers from what the API holds.
 func TestServiceImportNotServed(t *testing.T) {
-	f := newUnstartedFixture(t, baseConfig())
-	f.kube.Resources = nil
+	f := newUnstartedFixture(t, baseConfig(),
+		importObj("demo", "serve", []string{vipSet}, nil, withStrategy(string(api.RemoteAndLocal))))
+	var served atomic.Bool
+	f.kube.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if served.Load() {
+			return false, nil, nil // discovery answers from f.kube.Resources
+		}
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{}, mcsv1b1.SchemeGroupVersion.String())
+	})
 	f.m.watcher.startupTimeout = 100 * time.Millisecond
 	if err := f.m.watcher.start(); err != nil {
 		t.Fatal(err)
 	}
 	defer f.m.watcher.stop()
-	if f.m.Ready() {
-		t.Fatal("ready without ServiceImports")
+	// Not ready while the CRDs are missing, however long that lasts: past
+	// the first retries, and answering SERVFAIL.
+	for deadline := time.Now().Add(1200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if f.m.Ready() {
+			t.Fatal("ready without ServiceImports")
+		}
+	}
+	if resp := f.query("serve.demo.svc.clusterset.local.", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("want SERVFAIL before sync, got\n%s", resp)
+	}
+	if got := testutil.ToFloat64(informersSynced.WithLabelValues("serviceimports")); got != 0 {
+		t.Fatalf("informers_synced{resource=serviceimports} = %v before sync", got)
+	}
+	served.Store(true)
+	deadline := time.Now().Add(10 * time.Second) // the retry backoff has grown to 2 s
+	for !f.m.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready 10 s after ServiceImports are served")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.m.idx.self != self {
+		t.Errorf("cluster %q, want %q", f.m.idx.self, self)
+	}
+	for _, r := range watchedResources {
+		if got := testutil.ToFloat64(informersSynced.WithLabelValues(r)); got != 1 {
+			t.Errorf("informers_synced{resource=%q} = %v after sync", r, got)
+		}
+	}
+	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
+		t.Fatalf("want the import's IP once synced, got %v", got)
+	}
+	if got := addresses(f.query(serveName, dns.TypeA)); !equal(got, vipSet) {
+		t.Fatalf("want the native name answered by RemoteAndLocal, got %v", got)
 	}
 }
 
