@@ -1,7 +1,7 @@
 # coredns-mcs: `make demo` and `make test` are the two entry points (see README.md).
 SHELL := /bin/bash
 GO ?= go
-# Short fuzz runs in `make test`; longer ones by hand: make fuzz FUZZTIME=10m
+# Short fuzz runs in `make test`; longer ones by hand: make test-fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
 .PHONY: all build test test-unit test-fuzz test-lab demo bench generate
@@ -27,6 +27,7 @@ test-unit:
 	$(GO) vet -tags lab ./...
 	cd test/lab && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	cd test/lab && $(GO) test -race -count=1 ./...
 
 test-fuzz:
 	@for pkg in $$($(GO) list ./...); do \
@@ -39,8 +40,9 @@ test-fuzz:
 test-lab: build lab-bins
 	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
 
-# SPEC §7 benchmarks side by side on the lab's member3, printing a table of
-# ratios (also in _output/bench/results.md); see test/bench/README.md.
+# The DNS benchmarks (README.md, Performance) side by side on the lab's
+# member3, printing a table of ratios (also in _output/bench/results.md);
+# see test/bench/README.md.
 # A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s'
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)

@@ -16,7 +16,8 @@ type choice struct {
 	slices   []*endpointSlice
 }
 
-// decide is SPEC §5's decision table for a cluster.local name. ok is false
+// decide is the decision table for a cluster.local name (README.md,
+// "Native names: the decision"). ok is false
 // when mcs has nothing to answer with: the query then goes to the next plugin,
 // which answers as it would for an endpoint-less service.
 func decide(v *view, mode answerMode, s candidates) (c choice, ok bool) {

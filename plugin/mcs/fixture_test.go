@@ -187,7 +187,7 @@ var (
 	metav1DeleteOptions = metav1.DeleteOptions{}
 )
 
-// Object builders. Names follow the SPEC's keys.
+// Object builders. Keys come from mcs-api, k8s.io/api and package api.
 
 type portSpec struct {
 	name     string

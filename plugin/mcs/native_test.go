@@ -73,7 +73,7 @@ var (
 	notReadyRem   = []ep{{ip: remoteIP, notReady: true}}
 )
 
-// TestDecisionTable walks every cell of SPEC §5's table for an A query of
+// TestDecisionTable walks every cell of the README's decision table for an A query of
 // the native name. want nil means mcs passes the query to the next plugin.
 func TestDecisionTable(t *testing.T) {
 	lf, ral := string(api.LocalFirst), string(api.RemoteAndLocal)

@@ -1,4 +1,4 @@
-// Command bench runs the benchmarks of SPEC §7 side by side on one machine:
+// Command bench runs the DNS benchmarks (README.md, Performance) side by side on one machine:
 // bin/coredns-mcs answering through the mcs plugin against the same binary
 // answering through the kubernetes plugin, on the same objects in one lab
 // cluster. It prints a markdown table of ratios and writes it to

@@ -48,7 +48,7 @@ func (r *results) markdown() string {
 	return b.String()
 }
 
-// summary is the table of ratios against SPEC §7.
+// summary is the table of ratios against the targets (README.md, Performance).
 func (r *results) summary(b *strings.Builder) {
 	fmt.Fprintf(b, "| benchmark | mcs | kubernetes | mcs / kubernetes | target | met |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.dns {

@@ -12,7 +12,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
-// TestLabCorefile: corefile/lab.Corefile, as the demo runs it, starts,
+// TestLabCorefile: corefile/lab.Corefile, run as its header says, starts,
 // becomes ready, answers a multi-cluster service with the endpoints of
 // every cluster and its clusterset name, and leaves other names to the
 // kubernetes plugin.

@@ -11,7 +11,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
-// The sets of SPEC §5's decision table, for service "svc" of a fixture.
+// The sets of the decision table (plugin/mcs/README.md, "Native names: the decision"), for service "svc" of a fixture.
 type addrSet string
 
 const (
@@ -100,7 +100,7 @@ const (
 	remoteAndLocal = string(api.RemoteAndLocal)
 )
 
-// decisionTable is every row of SPEC §5's table for an A query of
+// decisionTable is every row of the plugin README's decision table for an A query of
 // svc.<ns>.svc.cluster.local.
 var decisionTable = []decisionCase{
 	// LocalFirst, ClusterIP service, answer vip.
