@@ -102,4 +102,3 @@ func TestWrites(t *testing.T) {
 // settle waits for the informers' last events to be synced: long enough
 // for any write still due to happen.
 func settle() { time.Sleep(3 * time.Second) }
-
