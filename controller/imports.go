@@ -22,12 +22,7 @@ import (
 // member serves; v1alpha1 and v1beta1 agree on every field written here.
 
 func (w *writer) serviceImport(name string) *mcsv1b1.ServiceImport {
-	var cached metav1.Object
-	if i := w.m.Import(w.namespace, name); i != nil {
-		cached = i
-	}
-	i, _ := w.c.track.latest(w.key("ServiceImport", name), cached).(*mcsv1b1.ServiceImport)
-	return i
+	return latest(w, "ServiceImport", name, w.m.Import(w.namespace, name))
 }
 
 // ensureImport returns the member's ServiceImport, creating ours if there
