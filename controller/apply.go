@@ -147,33 +147,44 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 }
 
 func (w *writer) createService(ctx context.Context, s *corev1.Service) error {
-	return w.do("Service", "create", func() error {
-		got, err := w.m.Kube.CoreV1().Services(w.namespace).Create(ctx, s, metav1.CreateOptions{})
-		if err == nil {
-			w.c.track.wrote(w.key("Service", s.Name), got)
-		}
-		return err
+	return save(w, "Service", "create", s.Name, func() (*corev1.Service, error) {
+		return w.m.Kube.CoreV1().Services(w.namespace).Create(ctx, s, metav1.CreateOptions{})
 	})
 }
 
 func (w *writer) updateService(ctx context.Context, s *corev1.Service) error {
-	return w.do("Service", "update", func() error {
-		got, err := w.m.Kube.CoreV1().Services(w.namespace).Update(ctx, s, metav1.UpdateOptions{})
+	return save(w, "Service", "update", s.Name, func() (*corev1.Service, error) {
+		return w.m.Kube.CoreV1().Services(w.namespace).Update(ctx, s, metav1.UpdateOptions{})
+	})
+}
+
+// save runs one create or update, counts it, and tracks what the API server
+// returned until the informer delivers it.
+func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, error)) error {
+	return w.do(kind, verb, func() error {
+		got, err := write()
 		if err == nil {
-			w.c.track.wrote(w.key("Service", s.Name), got)
+			w.c.track.wrote(w.key(kind, name), got)
 		}
 		return err
 	})
 }
 
 func (w *writer) deleteService(ctx context.Context, s *corev1.Service) error {
-	return w.do("Service", "delete", func() error {
-		err := w.m.Kube.CoreV1().Services(w.namespace).Delete(ctx, s.Name, preconditions(s))
-		if err == nil || apierrors.IsNotFound(err) {
-			w.c.track.deleted(w.key("Service", s.Name), s.UID)
-			return nil
+	return w.drop("Service", s, func(opts metav1.DeleteOptions) error {
+		return w.m.Kube.CoreV1().Services(w.namespace).Delete(ctx, s.Name, opts)
+	})
+}
+
+// drop runs one delete of o, guarded by its UID, counts it, and tracks the
+// deletion until the informer delivers it; an object already gone is deleted.
+func (w *writer) drop(kind string, o metav1.Object, del func(metav1.DeleteOptions) error) error {
+	return w.do(kind, "delete", func() error {
+		if err := del(preconditions(o)); err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
-		return err
+		w.c.track.deleted(w.key(kind, o.GetName()), o.GetUID())
+		return nil
 	})
 }
 
@@ -309,12 +320,8 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 	client := w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace)
 	switch {
 	case have == nil:
-		return true, w.do("EndpointSlice", "create", func() error {
-			got, err := client.Create(ctx, want, metav1.CreateOptions{})
-			if err == nil {
-				w.c.track.wrote(w.key("EndpointSlice", want.Name), got)
-			}
-			return err
+		return true, save(w, "EndpointSlice", "create", want.Name, func() (*discoveryv1.EndpointSlice, error) {
+			return client.Create(ctx, want, metav1.CreateOptions{})
 		})
 	case !oursSlice(have):
 		return false, fmt.Errorf("EndpointSlice %s/%s exists and is not managed by %s: left alone", w.namespace, want.Name, api.ManagedBy)
@@ -324,12 +331,8 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 	upd := have.DeepCopy()
 	upd.Labels, upd.Annotations, upd.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
 	upd.AddressType, upd.Endpoints, upd.Ports = want.AddressType, want.Endpoints, want.Ports
-	return true, w.do("EndpointSlice", "update", func() error {
-		got, err := client.Update(ctx, upd, metav1.UpdateOptions{})
-		if err == nil {
-			w.c.track.wrote(w.key("EndpointSlice", want.Name), got)
-		}
-		return err
+	return true, save(w, "EndpointSlice", "update", want.Name, func() (*discoveryv1.EndpointSlice, error) {
+		return client.Update(ctx, upd, metav1.UpdateOptions{})
 	})
 }
 
@@ -342,13 +345,8 @@ func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
 }
 
 func (w *writer) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	return w.do("EndpointSlice", "delete", func() error {
-		err := w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace).Delete(ctx, s.Name, preconditions(s))
-		if err == nil || apierrors.IsNotFound(err) {
-			w.c.track.deleted(w.key("EndpointSlice", s.Name), s.UID)
-			return nil
-		}
-		return err
+	return w.drop("EndpointSlice", s, func(opts metav1.DeleteOptions) error {
+		return w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace).Delete(ctx, s.Name, opts)
 	})
 }
 

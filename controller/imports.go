@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,13 +125,8 @@ func (w *writer) writeImport(ctx context.Context, verb string, imp *mcsv1b1.Serv
 }
 
 func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
-	return w.do("ServiceImport", "delete", func() error {
-		err := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Delete(ctx, imp.Name, preconditions(imp))
-		if err == nil || apierrors.IsNotFound(err) {
-			w.c.track.deleted(w.key("ServiceImport", imp.Name), imp.UID)
-			return nil
-		}
-		return err
+	return w.drop("ServiceImport", imp, func(opts metav1.DeleteOptions) error {
+		return w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Delete(ctx, imp.Name, opts)
 	})
 }
 
