@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -199,30 +200,24 @@ func sameImports(ctx context.Context, t *testing.T, cluster, ns, name string, wa
 }
 
 func getImport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceImport, error) {
-	u, err := labtest.Get(t).Dynamic(t, cluster).Resource(mcsv1b1.SchemeGroupVersion.WithResource("serviceimports")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	imp := &mcsv1b1.ServiceImport{}
-	return imp, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, imp)
+	return get(ctx, t, cluster, mcsv1b1.SchemeGroupVersion.WithResource("serviceimports"), ns, name, &mcsv1b1.ServiceImport{})
 }
 
 func getExport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceExport, error) {
-	u, err := labtest.Get(t).Dynamic(t, cluster).Resource(mcsv1b1.SchemeGroupVersion.WithResource("serviceexports")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	exp := &mcsv1b1.ServiceExport{}
-	return exp, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, exp)
+	return get(ctx, t, cluster, mcsv1b1.SchemeGroupVersion.WithResource("serviceexports"), ns, name, &mcsv1b1.ServiceExport{})
 }
 
 func getMCS(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {
-	u, err := labtest.Get(t).Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	return get(ctx, t, labtest.Hub, v1alpha1.Resource, ns, name, &v1alpha1.MultiClusterService{})
+}
+
+// get reads a custom resource of cluster into out.
+func get[T any](ctx context.Context, t *testing.T, cluster string, gvr schema.GroupVersionResource, ns, name string, out *T) (*T, error) {
+	u, err := labtest.Get(t).Dynamic(t, cluster).Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	m := &v1alpha1.MultiClusterService{}
-	return m, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m)
+	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
 
 // conditionsAre fails unless the MultiClusterService's conditions have
