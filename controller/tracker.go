@@ -18,8 +18,9 @@ const trackTTL = 30 * time.Second
 // then compares against what it wrote, rather than writing it again or
 // failing on a stale resourceVersion: one write per change.
 type tracker struct {
-	mu   sync.Mutex
-	objs map[trackKey]tracked
+	mu    sync.Mutex
+	objs  map[trackKey]tracked
+	swept time.Time
 }
 
 type trackKey struct{ cluster, kind, namespace, name string }
@@ -32,16 +33,27 @@ type tracked struct {
 
 func newTracker() *tracker { return &tracker{objs: map[trackKey]tracked{}} }
 
-func (t *tracker) wrote(k trackKey, obj metav1.Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.objs[k] = tracked{obj: obj, at: time.Now()}
-}
+func (t *tracker) wrote(k trackKey, obj metav1.Object) { t.put(k, tracked{obj: obj}) }
 
-func (t *tracker) deleted(k trackKey, uid types.UID) {
+func (t *tracker) deleted(k trackKey, uid types.UID) { t.put(k, tracked{deleted: uid}) }
+
+// put records a write. Entries are dropped when next looked up; those never
+// looked up again (a deleted slice's name) are swept once per trackTTL.
+func (t *tracker) put(k trackKey, w tracked) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.objs[k] = tracked{deleted: uid, at: time.Now()}
+	now := time.Now()
+	w.at = now
+	t.objs[k] = w
+	if now.Sub(t.swept) < trackTTL {
+		return
+	}
+	t.swept = now
+	for key, v := range t.objs {
+		if now.Sub(v.at) > trackTTL {
+			delete(t.objs, key)
+		}
+	}
 }
 
 // latest is the newest of what the cache holds and what was written; nil

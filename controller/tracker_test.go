@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func object(uid types.UID, rv string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{UID: uid, ResourceVersion: rv}}
+}
+
+func TestTrackerLatest(t *testing.T) {
+	tr := newTracker()
+	k := trackKey{cluster: "m2", kind: "Service", namespace: "ns", name: "derived-foo"}
+	written, older, newer := object("a", "10"), object("a", "9"), object("a", "11")
+
+	if got := tr.latest(k, older); got != older {
+		t.Fatalf("nothing written: got %v, want the cache", got)
+	}
+	tr.wrote(k, written)
+	if got := tr.latest(k, nil); got != written {
+		t.Errorf("created, not cached yet: got %v, want what was written", got)
+	}
+	if got := tr.latest(k, older); got != written {
+		t.Errorf("cache behind the write: got %v, want what was written", got)
+	}
+	if got := tr.latest(k, newer); got != newer {
+		t.Errorf("cache past the write: got %v, want the cache", got)
+	}
+	if _, ok := tr.objs[k]; ok {
+		t.Error("the write is still tracked once the cache caught up")
+	}
+
+	tr.deleted(k, "a")
+	if got := tr.latest(k, written); got != nil {
+		t.Errorf("deleted, still cached: got %v, want nil", got)
+	}
+	recreated := object("b", "12")
+	if got := tr.latest(k, recreated); got != recreated {
+		t.Errorf("recreated by someone else: got %v, want the cache", got)
+	}
+}
+
+func TestTrackerSweeps(t *testing.T) {
+	tr := newTracker()
+	stale := trackKey{name: "imported-m1-gone"}
+	tr.objs[stale] = tracked{deleted: "x", at: time.Now().Add(-2 * trackTTL)}
+	tr.wrote(trackKey{name: "fresh"}, object("f", "1"))
+	if _, ok := tr.objs[stale]; ok {
+		t.Error("an entry older than trackTTL that is never looked up again was kept")
+	}
+	if len(tr.objs) != 1 {
+		t.Errorf("%d entries, want the fresh one", len(tr.objs))
+	}
+}
