@@ -208,7 +208,7 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 	if err != nil {
 		return err
 	}
-	if imp, err = w.updateImport(ctx, imp, plan, derived); err != nil {
+	if imp, err = w.fillImport(ctx, imp, plan, derived); err != nil {
 		return err
 	}
 	return w.syncSlices(ctx, name, plan, imp, seen)
@@ -351,7 +351,7 @@ func (w *writer) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) 
 }
 
 // remove deletes what the controller made for the service in a member that
-// no longer consumes it. A user's ServiceImport stays.
+// no longer consumes it. A user's ServiceImport stays, emptied.
 func (w *writer) remove(ctx context.Context, name string) error {
 	for _, s := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
 		if s := w.slice(s.Name); s != nil {
@@ -365,8 +365,12 @@ func (w *writer) remove(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	if imp := w.serviceImport(name); imp != nil && ours(imp) {
+	switch imp := w.serviceImport(name); {
+	case imp == nil:
+		return nil
+	case ours(imp):
 		return w.deleteImport(ctx, imp)
+	default:
+		return w.emptyImport(ctx, imp)
 	}
-	return nil
 }

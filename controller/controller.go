@@ -124,6 +124,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.mcs.HasSynced, c.hubServices.HasSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
+	c.awaitMembers(ctx)
 	c.enqueueAll()
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
@@ -134,6 +135,25 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// memberSettleTimeout bounds the wait for members at start: one that takes
+// longer delays the others no more.
+const memberSettleTimeout = 30 * time.Second
+
+// awaitMembers waits until every member was probed and, when it answered,
+// has synced. A sync before that would report a member that is only
+// starting up as out of reach, and a restart would flip every condition.
+func (c *Controller) awaitMembers(ctx context.Context) {
+	var pending string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, memberSettleTimeout, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, pending = c.opts.Members.Settled()
+		return ok, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		klog.InfoS("Starting before every member is known", "waited", memberSettleTimeout, "pending", pending)
+	}
 }
 
 // Synced reports whether the hub informers and every reachable member's

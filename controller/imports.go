@@ -51,11 +51,11 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 	return got, err
 }
 
-// updateImport brings the import's spec (type, ports, the derived
-// Service's IPs, the strategy annotation) and status.clusters up to date.
-func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) (*mcsv1b1.ServiceImport, error) {
+// updateImport brings the import's spec (what set writes into it) and
+// status.clusters up to date: one write for each of the two that differs.
+func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, set func(*mcsv1b1.ServiceImport), clusters []mcsv1b1.ClusterStatus) (*mcsv1b1.ServiceImport, error) {
 	upd := imp.DeepCopy()
-	setImportSpec(upd, plan, derived)
+	set(upd)
 	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) {
 		if err := w.writeImport(ctx, "update", upd); err != nil {
 			return nil, err
@@ -63,17 +63,33 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, p
 		imp = w.serviceImport(imp.Name)
 		upd = imp.DeepCopy()
 	}
-	upd.Status.Clusters = nil
-	for _, c := range plan.Import.Clusters {
-		upd.Status.Clusters = append(upd.Status.Clusters, mcsv1b1.ClusterStatus{Cluster: c})
-	}
-	if equality.Semantic.DeepEqual(upd.Status.Clusters, imp.Status.Clusters) {
+	if equality.Semantic.DeepEqual(clusters, imp.Status.Clusters) {
 		return imp, nil
 	}
+	upd.Status.Clusters = clusters
 	if err := w.writeImport(ctx, "update-status", upd); err != nil {
 		return nil, err
 	}
 	return w.serviceImport(imp.Name), nil
+}
+
+// fillImport makes the import say what the plan provides, through the
+// derived Service.
+func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) (*mcsv1b1.ServiceImport, error) {
+	var clusters []mcsv1b1.ClusterStatus
+	for _, c := range plan.Import.Clusters {
+		clusters = append(clusters, mcsv1b1.ClusterStatus{Cluster: c})
+	}
+	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { setImportSpec(i, plan, derived) }, clusters)
+}
+
+// emptyImport leaves a user's ServiceImport that nothing provides here any
+// more without the addresses and clusters the controller filled in: its
+// spec.ips would name the deleted derived Service's VIP. The user's type
+// and ports stay.
+func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
+	_, err := w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { i.Spec.IPs = nil }, nil)
+	return err
 }
 
 // setImportSpec sets what the controller owns of a ServiceImport. The

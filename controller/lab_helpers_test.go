@@ -12,18 +12,14 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -53,11 +49,19 @@ func run(t *testing.T, ns string) {
 // before the test ends.
 func runStoppable(t *testing.T, ns string) (stop func()) {
 	t.Helper()
+	return start(t, labtest.Get(t).MembersKubeconfig(t), ns)
+}
+
+// start runs the controller limited to namespaces, with the members of
+// kubeconfig's contexts ("": none) and of the Secrets in the first
+// namespace, until the test ends or stop.
+func start(t *testing.T, kubeconfig string, namespaces ...string) (stop func()) {
+	t.Helper()
 	l := labtest.Get(t)
 	l.InstallCRDs(t)
 	hub := l.Config(t, labtest.Hub)
 	reg, err := members.NewRegistry(members.Options{
-		Kubeconfig: l.MembersKubeconfig(t), Hub: l.Client(t, labtest.Hub), Namespace: ns,
+		Kubeconfig: kubeconfig, Hub: l.Client(t, labtest.Hub), Namespace: namespaces[0],
 		QPS: 200, Burst: 400, ProbeEvery: time.Second,
 	})
 	if err != nil {
@@ -65,7 +69,7 @@ func runStoppable(t *testing.T, ns string) (stop func()) {
 	}
 	c := controller.New(controller.Options{
 		HubKube: kubernetes.NewForConfigOrDie(hub), HubDyn: dynamic.NewForConfigOrDie(hub),
-		Members: reg, Namespaces: []string{ns}, Workers: 4,
+		Members: reg, Namespaces: namespaces, Workers: 4,
 	})
 	renewer := &leases.Renewer{Members: reg, Holder: t.Name(), Duration: 20 * time.Second, Every: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,73 +93,16 @@ func runStoppable(t *testing.T, ns string) (stop func()) {
 	return stop
 }
 
-// workload creates a Deployment of replicas pods and a Service, both named
-// name, in cluster's namespace ns.
+// workload runs name in cluster: labtest.Workload.
 func workload(t *testing.T, cluster, ns, name string, replicas int32, headless bool) {
 	t.Helper()
-	labels := map[string]string{"app": name}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "serve", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
-			},
-		},
-	}
-	labtest.Get(t).Apply(t, cluster, dep, service(ns, name, headless))
+	labtest.Get(t).Workload(t, cluster, ns, name, replicas, headless)
 }
 
-func service(ns, name string, headless bool) *corev1.Service {
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": name},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-		},
-	}
-	if headless {
-		s.Spec.ClusterIP = corev1.ClusterIPNone
-	}
-	return s
-}
-
-func mcs(ns, name string, strategy api.Strategy, provision, consumption []v1alpha1.ClusterName) *v1alpha1.MultiClusterService {
-	return &v1alpha1.MultiClusterService{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.MultiClusterServiceSpec{
-			Types: []v1alpha1.ExposureType{v1alpha1.CrossCluster}, Strategy: strategy,
-			ServiceProvisionClusters: provision, ServiceConsumptionClusters: consumption,
-		},
-	}
-}
-
-func export(ns, name string) *mcsv1b1.ServiceExport {
-	return &mcsv1b1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-}
-
-// readyIPs lists the addresses of cluster's ready pods of app name, once
-// there are want of them.
+// readyIPs lists the addresses of cluster's pods of app name once there
+// are want of them, all ready.
 func readyIPs(ctx context.Context, t *testing.T, cluster, ns, name string, want int) ([]string, error) {
-	pods, err := labtest.Get(t).Client(t, cluster).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-	if err != nil {
-		return nil, err
-	}
-	var ips []string
-	for _, p := range pods.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-				ips = append(ips, p.Status.PodIP)
-			}
-		}
-	}
-	if len(ips) != want {
-		return nil, fmt.Errorf("%s: %d ready pods of %s, want %d", cluster, len(ips), name, want)
-	}
-	sort.Strings(ips)
-	return ips, nil
+	return labtest.Get(t).ReadyPodIPs(ctx, t, cluster, ns, name, want)
 }
 
 // imported lists the ready addresses of the slices mcs-controller imported

@@ -5,12 +5,14 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +38,7 @@ func TestStoryOneProvisionToConsumption(t *testing.T) {
 	t.Cleanup(func() { deleteNamespace(t, m2, ns) })
 	run(t, ns)
 	workload(t, m1, ns, "foo", 2, false)
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "foo", 2)
@@ -106,7 +108,7 @@ func TestStoryTwoRemoteAndLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, nil, nil))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, nil, nil))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips1, err := readyIPs(ctx, t, m1, ns, "foo", 2)
@@ -143,7 +145,8 @@ func TestStoryTwoRemoteAndLocal(t *testing.T) {
 
 // The seeds' MCS API flow: a ServiceExport in member1 imports serve into
 // every member, without native names; a user's ServiceImport is filled and
-// kept; deleting the export removes what it caused.
+// kept; deleting the export removes what it caused, and empties the user's
+// ServiceImport of the addresses and clusters it filled in.
 func TestServiceExportFlow(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub, m1, m2, m3)
@@ -154,7 +157,7 @@ func TestServiceExportFlow(t *testing.T) {
 		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, Ports: []mcsv1b1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
 	}
 	l.Apply(t, m3, user)
-	l.Apply(t, m1, export(ns, "serve"))
+	l.Apply(t, m1, labtest.ServiceExport(ns, "serve"))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "serve", 2)
@@ -204,8 +207,12 @@ func TestServiceExportFlow(t *testing.T) {
 				return err
 			}
 		}
-		if _, err := getImport(ctx, t, m3, ns, "serve"); err != nil {
+		imp, err := getImport(ctx, t, m3, ns, "serve")
+		if err != nil {
 			return fmt.Errorf("the user's ServiceImport in member3: %v, want kept", err)
+		}
+		if len(imp.Spec.IPs) > 0 || len(imp.Status.Clusters) > 0 || len(imp.Spec.Ports) != 1 {
+			return fmt.Errorf("the user's ServiceImport in member3 has spec %+v, status %+v; want its ports, no IPs, no clusters", imp.Spec, imp.Status)
 		}
 		return sameImports(ctx, t, m3, ns, "serve", map[string][]string{})
 	})
@@ -217,7 +224,7 @@ func TestHeadless(t *testing.T) {
 	ns := l.Namespace(t, labtest.Hub, m1, m2, m3)
 	run(t, ns)
 	workload(t, m1, ns, "web", 2, true)
-	l.Apply(t, labtest.Hub, mcs(ns, "web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "web", 2)
 		if err != nil {
@@ -252,8 +259,8 @@ func TestMoveAndDelete(t *testing.T) {
 	// way of a name the controller wants.
 	userSlice := `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"mine","namespace":"` + ns + `","labels":{"kubernetes.io/service-name":"mine"}},"addressType":"IPv4","endpoints":[{"addresses":["10.13.9.9"]}]}`
 	l.ApplyYAML(t, m3, userSlice)
-	l.Apply(t, m3, service(ns, "mine", false))
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	l.Apply(t, m3, labtest.Service(ns, "mine", false))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
 		if err != nil {
@@ -262,7 +269,7 @@ func TestMoveAndDelete(t *testing.T) {
 		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
 	})
 
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
 		if err != nil {
@@ -303,10 +310,10 @@ func TestBadInput(t *testing.T) {
 	run(t, ns)
 	workload(t, m1, ns, "foo", 1, false)
 	workload(t, m1, ns, "bar", 1, false)
-	l.Apply(t, m2, service(ns, api.DerivedPrefix+"bar", false)) // the user's, in the way
+	l.Apply(t, m2, labtest.Service(ns, api.DerivedPrefix+"bar", false)) // the user's, in the way
 	l.Apply(t, labtest.Hub,
-		mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
-		mcs(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
+		labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
+		labtest.MultiClusterService(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
 		if err != nil {
@@ -338,7 +345,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	// A typo in the consumption list: reported, and member2 keeps foo.
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
 		m, err := conditionsAre(ctx, t, ns, "foo", map[string]metav1.ConditionStatus{v1alpha1.EndpointSliceApplied: metav1.ConditionFalse})
 		if err != nil {
@@ -378,4 +385,143 @@ func deleteNamespace(t *testing.T, cluster, ns string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting namespace %s in %s: %v", ns, cluster, err)
 	}
+}
+
+// Members registered by Secrets in the controller's namespace on the hub,
+// at run time: foo reaches member2 through them. A Secret whose kubeconfig
+// is broken registers a member that every condition naming it reports, with
+// the Secret and the cause, while other services sync.
+func TestSecretMembers(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m2)
+	start(t, "", ns)
+	workload(t, m1, ns, "foo", 1, false)
+	l.Apply(t, labtest.Hub,
+		labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
+		labtest.MultiClusterService(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member9"}))
+	for _, c := range []string{m1, m2} {
+		kubeconfig, err := os.ReadFile(l.KubeconfigOf(t, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(t, labtest.Hub, memberSecret(ns, c, kubeconfig))
+	}
+	l.Apply(t, labtest.Hub, memberSecret(ns, "member9", []byte("clusters: [not a kubeconfig")))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		if _, err := conditionsAre(ctx, t, ns, "foo", allTrue); err != nil {
+			return fmt.Errorf("foo: %w", err)
+		}
+		m, err := getMCS(ctx, t, ns, "bar")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ClusterUnreachable" || !contains(c.Message, "member9", "secret "+ns+"/member9", "kubeconfig") {
+			return fmt.Errorf("bar's EndpointSliceApplied is %+v, want ClusterUnreachable naming member9, its Secret and the kubeconfig", c)
+		}
+		return nil
+	})
+}
+
+// memberSecret registers cluster with its kubeconfig, as an operator does.
+func memberSecret(ns, cluster string, kubeconfig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster, Namespace: ns, Labels: map[string]string{api.LabelCluster: cluster}},
+		Data:       map[string][]byte{api.KeyKubeconfig: kubeconfig},
+	}
+}
+
+// A member whose credentials may not write in one namespace: that
+// namespace's service reports the forbidden error with the cluster and the
+// namespace, and the other namespace's service syncs.
+func TestForbiddenNamespace(t *testing.T) {
+	l := labtest.Get(t)
+	allowed, denied := l.Namespace(t), l.Namespace(t)
+	writerIn(t, m2, allowed, "mcs-controller")
+	start(t, "", allowed, denied)
+	for c, kubeconfig := range map[string]string{m1: l.KubeconfigOf(t, m1), m2: l.TokenKubeconfig(t, m2, allowed, "mcs-controller")} {
+		data, err := os.ReadFile(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(t, labtest.Hub, memberSecret(allowed, c, data))
+	}
+	for _, ns := range []string{allowed, denied} {
+		workload(t, m1, ns, "foo", 1, false)
+		l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	}
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		ips, err := readyIPs(ctx, t, m1, allowed, "foo", 1)
+		if err != nil {
+			return err
+		}
+		if err := sameImports(ctx, t, m2, allowed, "foo", map[string][]string{m1: ips}); err != nil {
+			return err
+		}
+		if _, err := conditionsAre(ctx, t, allowed, "foo", allTrue); err != nil {
+			return fmt.Errorf("%s/foo: %w", allowed, err)
+		}
+		m, err := getMCS(ctx, t, denied, "foo")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ApplyFailed" || !contains(c.Message, m2+": ", "forbidden", denied) {
+			return fmt.Errorf("%s/foo's EndpointSliceApplied is %+v, want ApplyFailed naming member2, forbidden and the namespace", denied, c)
+		}
+		return nil
+	})
+}
+
+// writerIn makes ServiceAccount ns/name in cluster, which may read what
+// mcs-controller watches everywhere and renew its Leases, but write the
+// objects of a service only in namespace ns.
+func writerIn(t *testing.T, cluster, ns, name string) {
+	t.Helper()
+	l := labtest.Get(t)
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	read := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"services", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{mcsv1b1.GroupName}, Resources: []string{"serviceexports", "serviceimports"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		},
+	}
+	write := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "update", "delete"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "update", "delete"}},
+			{APIGroups: []string{mcsv1b1.GroupName}, Resources: []string{"serviceimports", "serviceimports/status"}, Verbs: []string{"create", "update", "delete"}},
+		},
+	}
+	l.Apply(t, cluster,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}},
+		read,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: read.ObjectMeta, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: read.Name}},
+		write,
+		&rbacv1.RoleBinding{ObjectMeta: write.ObjectMeta, Subjects: subject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: write.Name}},
+	)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rbac := l.Client(t, cluster).RbacV1()
+		if err := rbac.ClusterRoleBindings().Delete(ctx, read.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ClusterRoleBinding %s: %v", read.Name, err)
+		}
+		if err := rbac.ClusterRoles().Delete(ctx, read.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ClusterRole %s: %v", read.Name, err)
+		}
+	})
 }

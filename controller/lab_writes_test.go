@@ -59,7 +59,7 @@ func TestWrites(t *testing.T) {
 	ns := l.Namespace(t)
 	stop := runStoppable(t, ns)
 	workload(t, m1, ns, "foo", 1, false)
-	l.Apply(t, labtest.Hub, mcs(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
 	converged := func(n int) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			ips, err := readyIPs(ctx, t, m1, ns, "foo", n)

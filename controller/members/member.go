@@ -68,6 +68,7 @@ type Member struct {
 
 	mu        sync.RWMutex
 	started   bool
+	probed    bool // once probed, reachable says how it went
 	reachable bool
 	lastErr   error
 }
@@ -119,6 +120,19 @@ func (m *Member) Synced() bool {
 		}
 	}
 	return true
+}
+
+// Settled reports whether the member's state is known: it was probed and,
+// when it answered, its informers have synced. A broken registration is
+// settled: it is known never to answer.
+func (m *Member) Settled() bool {
+	if m.Kube == nil {
+		return true
+	}
+	m.mu.RLock()
+	probed, ok := m.probed, m.reachable
+	m.mu.RUnlock()
+	return probed && (!ok || m.Synced())
 }
 
 // Healthy is what a Lease source-<member> stands for: the member is
@@ -180,7 +194,7 @@ func (m *Member) probe(ctx context.Context, h Handlers) {
 	}
 	m.mu.Lock()
 	was := m.reachable
-	m.reachable, m.lastErr = err == nil, err
+	m.reachable, m.lastErr, m.probed = err == nil, err, true
 	m.mu.Unlock()
 	reachable.WithLabelValues(m.Name).Set(boolGauge(err == nil))
 	switch {

@@ -112,6 +112,20 @@ func (r *Registry) List() []*Member {
 	return out
 }
 
+// Settled reports whether the registry knows its members and the state of
+// each (see Member.Settled), and names the first member that is not settled.
+func (r *Registry) Settled() (bool, string) {
+	if !r.Synced() {
+		return false, "the member Secrets have not been listed"
+	}
+	for _, m := range r.List() {
+		if !m.Settled() {
+			return false, m.Name
+		}
+	}
+	return true, ""
+}
+
 // Synced reports whether the registry knows its members: the Secret watch,
 // if any, has listed.
 func (r *Registry) Synced() bool {

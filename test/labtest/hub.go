@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/deploy/crds"
 )
@@ -44,17 +48,53 @@ func (l *Lab) InstallCRDs(t testing.TB) {
 // for the hub: mcs-controller's --clusters-kubeconfig.
 func (l *Lab) MembersKubeconfig(t testing.TB) string {
 	t.Helper()
+	return l.KubeconfigOf(t, Members...)
+}
+
+// KubeconfigOf writes the lab's kubeconfig with only these contexts, the
+// first one current, into the test's temporary directory, and returns its
+// path: KubeconfigOf(t, Hub) is mcs-controller's --kubeconfig.
+func (l *Lab) KubeconfigOf(t testing.TB, contexts ...string) string {
+	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(l.kubeconfig)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 	}
 	for name := range cfg.Contexts {
-		if !slices.Contains(Members, name) {
+		if !slices.Contains(contexts, name) {
 			delete(cfg.Contexts, name)
 		}
 	}
-	cfg.CurrentContext = Members[0]
-	path := filepath.Join(t.TempDir(), "members.kubeconfig")
+	cfg.CurrentContext = contexts[0]
+	path := filepath.Join(t.TempDir(), strings.Join(contexts, "-")+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("labtest: %v", err)
+	}
+	return path
+}
+
+// TokenKubeconfig writes a kubeconfig of cluster that authenticates as the
+// ServiceAccount namespace/name with a fresh token, into the test's
+// temporary directory, and returns its path: a client under that account's
+// RBAC rules.
+func (l *Lab) TokenKubeconfig(t testing.TB, cluster, namespace, name string) string {
+	t.Helper()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}
+	tok, err := l.Client(t, cluster).CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("labtest: a token of ServiceAccount %s/%s in %s: %v", namespace, name, cluster, err)
+	}
+	cfg, err := clientcmd.LoadFromFile(l.kubeconfig)
+	if err != nil {
+		t.Fatalf("labtest: %v", err)
+	}
+	server := cfg.Contexts[cluster].Cluster
+	user := namespace + "/" + name
+	cfg.Clusters = map[string]*clientcmdapi.Cluster{server: cfg.Clusters[server]}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{user: {Token: tok.Status.Token}}
+	cfg.Contexts = map[string]*clientcmdapi.Context{cluster: {Cluster: server, AuthInfo: user}}
+	cfg.CurrentContext = cluster
+	path := filepath.Join(t.TempDir(), cluster+"-"+name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatalf("labtest: %v", err)
 	}

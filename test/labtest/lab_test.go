@@ -10,13 +10,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
@@ -42,11 +38,11 @@ func TestEndpointSlices(t *testing.T) {
 			lab := labtest.Get(t)
 			client := lab.Client(t, cluster)
 			ns := lab.Namespace(t, cluster)
-			lab.Apply(t, cluster, serveDeployment(ns, 3), serveService(ns))
+			lab.Workload(t, cluster, ns, "serve", 3, false)
 
 			var ips []string
 			labtest.Eventually(t, timeout, func(ctx context.Context) (err error) {
-				ips, err = readyPodIPs(ctx, client, ns, 3)
+				ips, err = lab.ReadyPodIPs(ctx, t, cluster, ns, "serve", 3)
 				return err
 			})
 			prefix := netip.MustParsePrefix(podCIDR)
@@ -60,9 +56,9 @@ func TestEndpointSlices(t *testing.T) {
 			})
 			t.Logf("%s: pods %v, all in one EndpointSlice", cluster, ips)
 
-			lab.Apply(t, cluster, serveDeployment(ns, 1))
+			lab.Apply(t, cluster, labtest.Deployment(ns, "serve", 1))
 			labtest.Eventually(t, timeout, func(ctx context.Context) (err error) {
-				ips, err = readyPodIPs(ctx, client, ns, 1)
+				ips, err = lab.ReadyPodIPs(ctx, t, cluster, ns, "serve", 1)
 				if err != nil {
 					return err
 				}
@@ -92,67 +88,6 @@ func TestServiceExport(t *testing.T) {
 			t.Errorf("%s: reading ServiceExport %s/serve as v1alpha1: %v", cluster, ns, err)
 		}
 	}
-}
-
-func serveDeployment(ns string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": "serve"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "serve", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "serve",
-					Image: "registry.k8s.io/pause:3.10",
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				}}},
-			},
-		},
-	}
-}
-
-func serveService(ns string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "serve", Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "serve"},
-			Ports: []corev1.ServicePort{{
-				Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
-			}},
-		},
-	}
-}
-
-// readyPodIPs returns the addresses of the serve pods once there are
-// exactly want of them, each Running and Ready.
-func readyPodIPs(ctx context.Context, client kubernetes.Interface, ns string, want int) ([]string, error) {
-	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=serve"})
-	if err != nil {
-		return nil, err
-	}
-	if len(pods.Items) != want {
-		return nil, fmt.Errorf("%d serve pods, want %d", len(pods.Items), want)
-	}
-	var ips []string
-	for _, pod := range pods.Items {
-		if pod.Status.Phase != corev1.PodRunning || !podReady(&pod) || pod.Status.PodIP == "" {
-			return nil, fmt.Errorf("pod %s: phase %s, ready %t, IP %q", pod.Name, pod.Status.Phase, podReady(&pod), pod.Status.PodIP)
-		}
-		ips = append(ips, pod.Status.PodIP)
-	}
-	slices.Sort(ips)
-	return ips, nil
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // sliceHasExactly checks that the serve Service has one EndpointSlice,
