@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -28,9 +29,12 @@ type block struct {
 // config is what one coredns-mcs process runs.
 type config struct {
 	blocks []block
-	// kubeconfig is the file mcs connects with (context member1); "" is the
-	// lab's. The kubernetes plugin always uses the lab's.
+	// kubeconfig is the file mcs connects with; "" is the lab's. The
+	// kubernetes plugin always uses the lab's.
 	kubeconfig string
+	// context is the lab cluster both plugins answer for, and cluster the
+	// name mcs knows it by: member1 and self unless set.
+	context, cluster string
 	// file is a Corefile of corefile/ run as it is, its ports, cluster and
 	// kubeconfig given by its $MCS_* variables; blocks then describes its
 	// one server block, and kubeconfig is unused.
@@ -151,10 +155,8 @@ func (cfg config) write(path, labKubeconfig string, ports []int) (string, []stri
 // render generates the Corefile: ports[0] is ready's, ports[1] prometheus's,
 // then one per block.
 func (cfg config) render(labKubeconfig string, ports []int) string {
-	mcsKubeconfig := cfg.kubeconfig
-	if mcsKubeconfig == "" {
-		mcsKubeconfig = labKubeconfig
-	}
+	mcsKubeconfig := cmp.Or(cfg.kubeconfig, labKubeconfig)
+	context, cluster := cmp.Or(cfg.context, labtest.Member1), cmp.Or(cfg.cluster, self)
 	var b strings.Builder
 	for i, blk := range cfg.blocks {
 		port := ports[i+2]
@@ -165,7 +167,7 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 		fmt.Fprintf(&b, "%s {\n    bind 127.0.0.1\n    errors\n", keys)
 		fmt.Fprintf(&b, "    ready 127.0.0.1:%d\n    prometheus 127.0.0.1:%d\n", ports[0], ports[1])
 		if blk.mcs {
-			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s member1\n        cluster %s\n", mcsKubeconfig, self)
+			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s %s\n        cluster %s\n", mcsKubeconfig, context, cluster)
 			for _, o := range blk.options {
 				fmt.Fprintf(&b, "        %s\n", o)
 			}
@@ -174,7 +176,7 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 			}
 			b.WriteString("    }\n")
 		}
-		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s member1\n    }\n}\n", labKubeconfig)
+		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s %s\n    }\n}\n", labKubeconfig, context)
 	}
 	return b.String()
 }
@@ -198,13 +200,20 @@ func (p *coredns) alive(t *testing.T) {
 // binary is bin/coredns-mcs, which must be built from the current sources.
 func binary(t *testing.T) string {
 	t.Helper()
+	return built(t, "coredns-mcs", "plugin/mcs", "api", "cmd/coredns-mcs")
+}
+
+// built is bin/<name>, failing the test when a Go file of one of the
+// source directories is newer: run make build.
+func built(t *testing.T, name string, sources ...string) string {
+	t.Helper()
 	root := labtest.Get(t).Root()
-	bin := filepath.Join(root, "bin", "coredns-mcs")
+	bin := filepath.Join(root, "bin", name)
 	info, err := os.Stat(bin)
 	if err != nil {
 		t.Fatalf("%v: run make build first", err)
 	}
-	for _, dir := range []string{"plugin/mcs", "api", "cmd/coredns-mcs"} {
+	for _, dir := range sources {
 		if newer := newerSource(filepath.Join(root, dir), info.ModTime()); newer != "" {
 			t.Fatalf("%s is older than %s: run make build", bin, newer)
 		}

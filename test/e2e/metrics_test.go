@@ -47,13 +47,16 @@ func (p *coredns) scrape(t *testing.T) metrics {
 	return m
 }
 
-func (p *coredns) metrics(ctx context.Context) (metrics, error) {
-	code, body, err := process.HTTPGet(ctx, p.metricsURL)
+func (p *coredns) metrics(ctx context.Context) (metrics, error) { return getMetrics(ctx, p.metricsURL) }
+
+// getMetrics reads a /metrics page.
+func getMetrics(ctx context.Context, url string) (metrics, error) {
+	code, body, err := process.HTTPGet(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %d", code)
+		return nil, fmt.Errorf("GET %s: %d", url, code)
 	}
 	return parseMetrics(body)
 }

@@ -145,6 +145,13 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a node failure or an OOM kill
+// would, and waits until it has exited.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // TB is the part of testing.TB that StopAtCleanup uses.
 type TB interface {
 	Helper()
