@@ -182,6 +182,7 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	err := c.sync(ctx, key)
+	c.retireCleaned()
 	if err == nil {
 		c.queue.Forget(key)
 		return true
@@ -193,6 +194,23 @@ func (c *Controller) next(ctx context.Context) bool {
 
 func (c *Controller) inScope(namespace string) bool {
 	return len(c.opts.Namespaces) == 0 || slices.Contains(c.opts.Namespaces, namespace)
+}
+
+func (c *Controller) inScopeKey(key string) bool {
+	ns, _, err := cache.SplitMetaNamespaceKey(key)
+	return err == nil && c.inScope(ns)
+}
+
+// retireCleaned lets a retiring member go once it holds nothing the
+// controller wrote in the namespaces it syncs. Every deletion of such an
+// object queues its service again, so the check after the last one sees
+// the member empty.
+func (c *Controller) retireCleaned() {
+	for _, m := range c.opts.Members.List() {
+		if m.Retiring() && !slices.ContainsFunc(m.ManagedKeys(), c.inScopeKey) {
+			c.opts.Members.Retired(m.Name)
+		}
+	}
 }
 
 func (c *Controller) enqueue(namespace, name string) {
@@ -263,13 +281,15 @@ func (c *Controller) relevant(namespace, name string) bool {
 	return false
 }
 
-// enqueueAll queues every service something multi-cluster is asked of: on
-// start, and whenever a member comes, goes, syncs or changes reachability.
+// enqueueAll queues every service something multi-cluster is asked of, or
+// that a member holds an object of the controller's for: on start, and
+// whenever a member comes, goes, syncs or changes reachability.
 func (c *Controller) enqueueAll() {
 	keys := c.mcs.GetStore().ListKeys()
 	for _, m := range c.opts.Members.List() {
 		keys = append(keys, m.ExportKeys()...)
 		keys = append(keys, m.ImportKeys()...)
+		keys = append(keys, m.ManagedKeys()...)
 	}
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {

@@ -363,10 +363,14 @@ func TestBadInput(t *testing.T) {
 	if err := sameImports(t.Context(), t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
 		t.Errorf("after a typo: %v", err)
 	}
-	events, err := l.Client(t, labtest.Hub).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=foo,reason=InvalidSpec"})
-	if err != nil || len(events.Items) == 0 {
-		t.Errorf("no InvalidSpec event for foo: %v", err)
-	}
+	// Events are sent apart from the status: they may come later.
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		events, err := l.Client(t, labtest.Hub).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=foo,reason=InvalidSpec"})
+		if err != nil || len(events.Items) == 0 {
+			return fmt.Errorf("no InvalidSpec event for foo: %v", err)
+		}
+		return nil
+	})
 }
 
 func contains(s string, parts ...string) bool {
@@ -524,4 +528,71 @@ func writerIn(t *testing.T, cluster, ns, name string) {
 			t.Errorf("deleting ClusterRole %s: %v", read.Name, err)
 		}
 	})
+}
+
+// Members come and go at run time: member3, registered by a Secret, provides
+// and consumes foo within seconds; member1, deregistered while reachable,
+// is cleaned of what the controller wrote there and its endpoints leave the
+// other consumers, while its own Service stays as it is.
+func TestMembersComeAndGo(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	start(t, "", ns)
+	register := func(c string) {
+		data, err := os.ReadFile(l.KubeconfigOf(t, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(t, labtest.Hub, memberSecret(ns, c, data))
+	}
+	register(m1)
+	register(m2)
+	workload(t, m1, ns, "foo", 1, false)
+	workload(t, m3, ns, "foo", 1, false)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, nil, nil))
+	imports := func(want map[string]map[string][]string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			for c, w := range want {
+				if err := sameImports(ctx, t, c, ns, "foo", w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	ips1, ips3 := readyIPsNow(t, m1, ns, "foo", 1), readyIPsNow(t, m3, ns, "foo", 1)
+	labtest.Eventually(t, wait, imports(map[string]map[string][]string{m1: {m1: ips1}, m2: {m1: ips1}, m3: {}}))
+
+	register(m3)
+	both := map[string][]string{m1: ips1, m3: ips3}
+	labtest.Eventually(t, wait, imports(map[string]map[string][]string{m1: both, m2: both, m3: both}))
+
+	own, err := l.Client(t, m1).CoreV1().Services(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Delete(t.Context(), m1, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		if err := imports(map[string]map[string][]string{m2: {m3: ips3}, m3: {m3: ips3}})(ctx); err != nil {
+			return err
+		}
+		return absent(ctx, t, m1, ns, "foo")
+	})
+	after, err := l.Client(t, m1).CoreV1().Services(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != own.ResourceVersion {
+		t.Errorf("member1's own Service foo: %v, resourceVersion %s → %s; want it untouched", err, own.ResourceVersion, after.ResourceVersion)
+	}
+}
+
+// readyIPsNow waits until cluster runs want ready pods of app name.
+func readyIPsNow(t *testing.T, cluster, ns, name string, want int) []string {
+	t.Helper()
+	var ips []string
+	labtest.Eventually(t, wait, func(ctx context.Context) (err error) {
+		ips, err = readyIPs(ctx, t, cluster, ns, name, want)
+		return err
+	})
+	return ips
 }

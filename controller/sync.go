@@ -87,6 +87,9 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		}
 	}
 	for _, m := range c.opts.Members.List() {
+		if m.Retiring() {
+			continue // it takes part in nothing: applying the plan cleans it
+		}
 		if !m.Synced() {
 			in.Members[m.Name] = desired.Member{}
 			continue

@@ -54,7 +54,7 @@ func (r *Renewer) renewAll(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range all {
-		if ok, _ := c.Reachable(); !ok {
+		if ok, _ := c.Reachable(); !ok || c.Retiring() {
 			continue
 		}
 		wg.Go(func() {

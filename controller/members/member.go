@@ -71,6 +71,9 @@ type Member struct {
 	probed    bool // once probed, reachable says how it went
 	reachable bool
 	lastErr   error
+	// retiring: deregistered while reachable; it neither provides nor
+	// consumes, and stays until what the controller wrote in it is gone.
+	retiring bool
 }
 
 // newMember makes a member from a rest config; nothing runs until start.
@@ -136,10 +139,24 @@ func (m *Member) Settled() bool {
 }
 
 // Healthy is what a Lease source-<member> stands for: the member is
-// reachable and its slices are known.
+// reachable, its slices are known, and it is not retiring.
 func (m *Member) Healthy() bool {
 	ok, _ := m.Reachable()
-	return ok && m.Synced()
+	return ok && m.Synced() && !m.Retiring()
+}
+
+// Retiring reports whether the member was deregistered and is being
+// cleaned: it takes part in no service any more.
+func (m *Member) Retiring() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.retiring
+}
+
+func (m *Member) retire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retiring = true
 }
 
 // Err says why the member is not healthy, or nil.
@@ -420,6 +437,28 @@ func (m *Member) ImportKeys() []string {
 		return nil
 	}
 	return m.imports.GetStore().ListKeys()
+}
+
+// ManagedKeys lists the services (namespace/name) of which the member
+// holds an object the controller wrote: an imported slice, or a
+// ServiceImport, derived or propagated Service carrying its label.
+func (m *Member) ManagedKeys() []string {
+	if !m.isStarted() {
+		return nil
+	}
+	keys := m.slices.GetIndexer().ListIndexFuncValues(ByImportedService)
+	for _, obj := range m.services.GetStore().List() {
+		if s, ok := obj.(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
+			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
+		}
+	}
+	for _, obj := range m.imports.GetStore().List() {
+		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && i.Labels[api.LabelManagedBy] == api.ManagedBy {
+			keys = append(keys, i.Namespace+"/"+i.Name)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // ExportKeys lists the keys (namespace/name) of every ServiceExport the member has.

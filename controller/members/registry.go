@@ -203,6 +203,9 @@ func (r *Registry) put(m *Member) {
 	r.changed(m.Name)
 }
 
+// remove deregisters a member. One that is healthy retires first: it stays
+// until the controller has cleaned what it wrote there (Retired); one that
+// cannot be reached goes at once, and what it holds stays as it is.
 func (r *Registry) remove(name, source string) {
 	r.mu.Lock()
 	m := r.members[name]
@@ -210,12 +213,36 @@ func (r *Registry) remove(name, source string) {
 		r.mu.Unlock()
 		return
 	}
+	if m.Healthy() {
+		m.retire()
+		r.mu.Unlock()
+		klog.InfoS("Member deregistered: cleaning what the controller wrote there", "cluster", name, "source", source)
+		r.changed(name)
+		return
+	}
 	delete(r.members, name)
 	r.mu.Unlock()
+	r.drop(m)
+}
+
+// Retired removes a retiring member once the controller has cleaned it.
+func (r *Registry) Retired(name string) {
+	r.mu.Lock()
+	m := r.members[name]
+	if m == nil || !m.Retiring() {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.members, name)
+	r.mu.Unlock()
+	r.drop(m)
+}
+
+func (r *Registry) drop(m *Member) {
 	m.stop()
-	reachable.DeleteLabelValues(name)
-	klog.InfoS("Member removed", "cluster", name, "source", source)
-	r.changed(name)
+	reachable.DeleteLabelValues(m.Name)
+	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
+	r.changed(m.Name)
 }
 
 func (r *Registry) changed(name string) {
