@@ -5,6 +5,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -12,10 +13,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -595,4 +599,79 @@ func readyIPsNow(t *testing.T, cluster, ns, name string, want int) []string {
 		return err
 	})
 	return ips
+}
+
+// Source slices of odd content: empty, IPv6, without ports, and 1,200
+// endpoints across three slices are imported as they are; an FQDN slice is
+// skipped and the condition says which and why.
+func TestOddSlices(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m2)
+	run(t, ns)
+	svc := labtest.Service(ns, "odd", false)
+	svc.Spec.Selector = nil // its slices are the test's
+	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}
+	odd := []*discoveryv1.EndpointSlice{
+		sourceSlice(ns, "empty", discoveryv1.AddressTypeIPv4, port),
+		sourceSlice(ns, "v6", discoveryv1.AddressTypeIPv6, port, "fd00:10::1", "fd00:10::2"),
+		sourceSlice(ns, "noports", discoveryv1.AddressTypeIPv4, nil, "10.10.200.1"),
+		sourceSlice(ns, "fqdn", discoveryv1.AddressTypeFQDN, port, "db.example.org"),
+	}
+	for i := range 3 {
+		var addrs []string
+		for j := range 400 {
+			addrs = append(addrs, fmt.Sprintf("10.10.%d.%d", 201+2*i+j/250, j%250+1))
+		}
+		odd = append(odd, sourceSlice(ns, fmt.Sprintf("many-%d", i), discoveryv1.AddressTypeIPv4, port, addrs...))
+	}
+	objs := []runtime.Object{svc}
+	for _, s := range odd {
+		objs = append(objs, s)
+	}
+	l.Apply(t, m1, objs...)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "odd", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		list, err := l.Client(t, m2).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: mcsv1b1.LabelServiceName + "=odd"})
+		if err != nil {
+			return err
+		}
+		got := map[string]int{}
+		for _, s := range list.Items {
+			got[s.Name] = len(s.Endpoints)
+		}
+		want := map[string]int{}
+		for _, s := range odd {
+			if s.AddressType != discoveryv1.AddressTypeFQDN {
+				want["imported-"+m1+"-"+s.Name] = len(s.Endpoints)
+			}
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("member2's imported slices (endpoints each) %v, want %v", got, want)
+		}
+		m, err := conditionsAre(ctx, t, ns, "odd", allTrue)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceCollected); !contains(c.Message, "fqdn", "FQDN") {
+			return fmt.Errorf("EndpointSliceCollected says %q, want the FQDN slice named as skipped", c.Message)
+		}
+		return nil
+	})
+}
+
+// sourceSlice is a slice of Service odd, as an EndpointSlice controller of
+// another kind than kube-controller-manager's might write it.
+func sourceSlice(ns, name string, typ discoveryv1.AddressType, ports []discoveryv1.EndpointPort, addrs ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			discoveryv1.LabelServiceName: "odd", discoveryv1.LabelManagedBy: "lab-test",
+		}},
+		AddressType: typ,
+		Ports:       ports,
+	}
+	for _, a := range addrs {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	return s
 }
