@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -152,6 +153,27 @@ func (l *Lab) Apply(t testing.TB, cluster string, objects ...runtime.Object) {
 		if err != nil {
 			t.Fatalf("labtest: applying to %s: %v", cluster, err)
 		}
+	}
+}
+
+// ApplyMany is Apply with up to 32 objects in flight: for tests that write
+// hundreds.
+func (l *Lab) ApplyMany(t testing.TB, cluster string, objects ...runtime.Object) {
+	t.Helper()
+	c := l.clusterClients(t, cluster)
+	g, ctx := errgroup.WithContext(t.Context())
+	g.SetLimit(32)
+	for _, obj := range objects {
+		g.Go(func() error {
+			u, err := toUnstructured(obj)
+			if err == nil {
+				err = l.apply(ctx, c, u)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("labtest: applying to %s: %v", cluster, err)
 	}
 }
 
