@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+)
+
+// pod is one of serve's pods, as its server in the demo plays it.
+type pod struct{ cluster, name, node, ip string }
+
+func newPod(cluster string, p *corev1.Pod) pod {
+	return pod{cluster: cluster, name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP}
+}
+
+// hello is what the seeds' serve image answers.
+func (p pod) hello() string {
+	return fmt.Sprintf("hello from cluster %s (Node: %s Pod: %s Address: %s)", p.cluster, p.node, p.name, p.ip)
+}
+
+var helloRE = regexp.MustCompile(`^hello from cluster (\S+) \(Node: \S+ Pod: \S+ Address: (\S+)\)$`)
+
+// Reply is what one request of the client in member2's place got.
+type Reply struct {
+	At      time.Time // when it came back
+	Addr    string    // the address member2's coredns-mcs answered
+	Text    string    // the reply, or what went wrong
+	Cluster string    // the cluster the reply says it came from; "" when it failed
+}
+
+func (r Reply) String() string { return fmt.Sprintf("%-12s %s", r.Addr, r.Text) }
+
+// pods follows serve's pods in member1 and member2 through informers, so
+// that the servers follow scaling without a list per request.
+type pods struct {
+	listers map[string]listersv1.PodLister
+	stop    chan struct{}
+}
+
+func (s *story) watchPods(ctx context.Context) (*pods, error) {
+	p := &pods{listers: map[string]listersv1.PodLister{}, stop: make(chan struct{})}
+	for _, m := range []string{member1, member2} {
+		f := informers.NewSharedInformerFactoryWithOptions(s.clusters.kube[m], 0, informers.WithNamespace(namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
+		p.listers[m] = f.Core().V1().Pods().Lister()
+		f.Start(p.stop)
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				close(p.stop)
+				return nil, fmt.Errorf("%s: the informer of %v did not sync", m, typ)
+			}
+		}
+	}
+	return p, nil
+}
+
+// running lists the pods that have an address and exist: a pod that is
+// being deleted still serves, as a real one does until it exits.
+func (p *pods) running() ([]pod, error) {
+	var out []pod
+	for cluster, l := range p.listers {
+		list, err := l.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range list {
+			if k.Status.PodIP != "" && k.Status.Phase == corev1.PodRunning {
+				out = append(out, newPod(cluster, k))
+			}
+		}
+	}
+	return out, nil
+}
+
+// servers answer on the running pods' addresses inside the namespace.
+type servers struct {
+	ns      *netns
+	mu      sync.Mutex
+	running map[string]*server // by address
+}
+
+type server struct {
+	pod pod
+	srv *http.Server
+}
+
+// sync starts a server for each pod that has none and stops those whose
+// pod is gone.
+func (ss *servers) sync(pods []pod) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	want := map[string]pod{}
+	for _, p := range pods {
+		want[p.ip] = p
+	}
+	for ip, r := range ss.running {
+		if p, ok := want[ip]; !ok || p != r.pod {
+			if err := ss.stop(r); err != nil {
+				return err
+			}
+		}
+	}
+	for ip, p := range want {
+		if _, ok := ss.running[ip]; !ok {
+			if err := ss.start(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// start binds the pod's address on the namespace's lo and serves there.
+func (ss *servers) start(p pod) error {
+	if err := ss.ns.ip("addr", "add", p.ip+"/32", "dev", "lo"); err != nil {
+		return err
+	}
+	ln, err := ss.ns.listen(net.JoinHostPort(p.ip, strconv.Itoa(podPort)))
+	if err != nil {
+		return fmt.Errorf("pod %s of %s: %w", p.name, p.cluster, err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, p.hello())
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	ss.running[p.ip] = &server{pod: p, srv: srv}
+	return nil
+}
+
+func (ss *servers) stop(r *server) error {
+	_ = r.srv.Close()
+	delete(ss.running, r.pod.ip)
+	return ss.ns.ip("addr", "del", r.pod.ip+"/32", "dev", "lo")
+}
+
+func (ss *servers) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, r := range ss.running {
+		_ = r.srv.Close()
+	}
+}
+
+// lookup asks cluster's coredns-mcs for the A records of name.
+func (s *story) lookup(ctx context.Context, cluster, name string) ([]string, error) {
+	c := &dns.Client{Timeout: time.Second}
+	r, _, err := c.ExchangeContext(ctx, new(dns.Msg).SetQuestion(dns.Fqdn(name), dns.TypeA), s.coredns[cluster].dns)
+	if err != nil {
+		return nil, fmt.Errorf("%s's coredns-mcs, %s A: %w", cluster, name, err)
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("%s's coredns-mcs, %s A: %s", cluster, name, dns.RcodeToString[r.Rcode])
+	}
+	var ips []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			ips = append(ips, a.A.String())
+		}
+	}
+	return sortIPs(ips), nil
+}
+
+// ask is one request of a client in member2's place: resolve serve's
+// native name through member2's coredns-mcs, take the i-th answer in turn
+// (as a resolver's round robin would), and GET it from inside the
+// namespace. Without a namespace there is no request: the reply names the
+// pod that owns the answered address.
+func (s *story) ask(ctx context.Context, i int) Reply {
+	failed := func(addr string, err error) Reply {
+		return Reply{At: time.Now(), Addr: addr, Text: "error: " + err.Error()}
+	}
+	running, err := s.pods.running()
+	if err == nil && s.servers != nil {
+		err = s.servers.sync(running)
+	}
+	if err != nil {
+		return failed("-", err)
+	}
+	addrs, err := s.lookup(ctx, member2, nativeName)
+	if err == nil && len(addrs) == 0 {
+		err = errors.New("no address")
+	}
+	if err != nil {
+		return failed("-", err)
+	}
+	addr := addrs[i%len(addrs)]
+	if s.servers == nil {
+		for _, p := range running {
+			if p.ip == addr {
+				return Reply{At: time.Now(), Addr: addr, Cluster: p.cluster, Text: "(DNS only) pod " + p.name + " of " + p.cluster}
+			}
+		}
+		return failed(addr, errors.New("no running pod has this address"))
+	}
+	body, err := s.get(ctx, "http://"+net.JoinHostPort(addr, strconv.Itoa(podPort))+"/")
+	if err != nil {
+		return failed(addr, err)
+	}
+	r := Reply{At: time.Now(), Addr: addr, Text: body}
+	if m := helloRE.FindStringSubmatch(body); m != nil {
+		r.Cluster = m[1]
+	}
+	return r
+}
+
+func (s *story) get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(body)), err
+}
+
+// requests asks every interval for d, printing each reply.
+func (s *story) requests(ctx context.Context, d, interval time.Duration) []Reply {
+	var replies []Reply
+	for i, end := 0, time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; i++ {
+		r := s.ask(ctx, i)
+		s.say("  %s", r)
+		replies = append(replies, r)
+		time.Sleep(interval)
+	}
+	return replies
+}
+
+// switchTo runs command, then asks without pause until a reply comes from
+// cluster want, printing each change of the cluster that replies (or of a
+// failure) with the time since the command started. It returns the
+// replies and that time.
+func (s *story) switchTo(ctx context.Context, want string, command func() error) ([]Reply, time.Duration, error) {
+	start := time.Now()
+	if err := command(); err != nil {
+		return nil, 0, err
+	}
+	var replies []Reply
+	same := 0
+	for i := 0; ; i++ {
+		r := s.ask(ctx, i)
+		replies = append(replies, r)
+		if i > 0 && r.Cluster == replies[i-1].Cluster {
+			same++
+		} else {
+			if same > 0 {
+				s.say("           (%d more like it)", same)
+			}
+			same = 0
+			s.say("  +%.3fs  %s", r.At.Sub(start).Seconds(), r)
+		}
+		if r.Cluster == want {
+			return replies, r.At.Sub(start), nil
+		}
+		if time.Since(start) > switchTimeout || ctx.Err() != nil {
+			return replies, 0, fmt.Errorf("no reply from %s within %s of the command; last: %s", want, switchTimeout, r)
+		}
+		time.Sleep(switchPoll)
+	}
+}
+
+const (
+	// switchPoll is the pause between requests while a switch is timed.
+	switchPoll = 10 * time.Millisecond
+	// switchTimeout bounds a switch: seconds in practice.
+	switchTimeout = time.Minute
+)
