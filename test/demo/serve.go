@@ -253,6 +253,7 @@ func (s *story) switchTo(ctx context.Context, want string, command func() error)
 	if err := command(); err != nil {
 		return nil, 0, err
 	}
+	s.say("  +%.3fs  (the command has returned)", time.Since(start).Seconds())
 	var replies []Reply
 	same := 0
 	for i := 0; ; i++ {

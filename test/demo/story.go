@@ -164,7 +164,7 @@ func (s *story) serve(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(s.w)
-	if err := s.kubectl(ctx, "--context", member1, "apply", "-f", "test/demo/manifests/serve.yaml"); err != nil {
+	if err := s.kubectl(ctx, "--context", member1, "apply", "-f", "test/demo/manifests/namespace.yaml", "-f", "test/demo/manifests/serve.yaml"); err != nil {
 		return err
 	}
 	if err := s.waitFor(ctx, "member1's serve pods are ready", time.Minute, func(ctx context.Context) error {
@@ -211,7 +211,7 @@ func (s *story) export(ctx context.Context) error {
 	if err := s.show("test/demo/manifests/multiclusterservice.yaml"); err != nil {
 		return err
 	}
-	if err := s.kubectl(ctx, "--context", hub, "apply", "-f", "test/demo/manifests/multiclusterservice.yaml"); err != nil {
+	if err := s.kubectl(ctx, "--context", hub, "apply", "-f", "test/demo/manifests/namespace.yaml", "-f", "test/demo/manifests/multiclusterservice.yaml"); err != nil {
 		return err
 	}
 	s.say("\nmcs-controller writes derived-serve, a ServiceImport and the imported EndpointSlices into member2:")
@@ -295,7 +295,7 @@ func (s *story) dig(ctx context.Context, member, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.run(ctx, "dig", "@"+host, "-p", port, "+noall", "+comments", "+answer", name)
+	_, err = s.run(ctx, "dig", "@"+host, "-p", port, "+noall", "+answer", name)
 	return err
 }
 
@@ -321,6 +321,16 @@ func (s *story) requestsFromMember2(ctx context.Context) error {
 	return allFrom(member1, s.res.Spread)
 }
 
+func failures(replies []Reply) int {
+	n := 0
+	for _, r := range replies {
+		if r.Cluster == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // allFrom is nil when every reply came from cluster.
 func allFrom(cluster string, replies []Reply) error {
 	if len(replies) == 0 {
@@ -335,7 +345,8 @@ func allFrom(cluster string, replies []Reply) error {
 }
 
 func (s *story) localFirst(ctx context.Context) error {
-	s.say("serve starts in member2 as well, and the MultiClusterService makes member2 a provider, with LocalFirst:")
+	s.say("serve starts in member2 as well, in the namespace mcs-controller made there for the import, and the")
+	s.say("MultiClusterService makes member2 a provider, with LocalFirst:")
 	if err := s.kubectl(ctx, "--context", member2, "apply", "-f", "test/demo/manifests/serve.yaml"); err != nil {
 		return err
 	}
@@ -379,6 +390,10 @@ func (s *story) localFirst(ctx context.Context) error {
 		return err
 	}
 	s.say("==> replies came from member1 %.2fs after the scale command", s.res.FailoverAfter.Seconds())
+	if n := failures(s.res.Failover); n > 0 {
+		s.say("    (%d requests failed in between: kwok removes a pod at once, a moment before its endpoint", n)
+		s.say("    is gone from the slices; a real pod keeps serving while it terminates)")
+	}
 
 	s.say("\nScaled back: local again as soon as a member2 pod is ready:")
 	s.res.Back, s.res.BackAfter, err = s.switchTo(ctx, member2, func() error {
