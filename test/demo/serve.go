@@ -244,13 +244,13 @@ func (s *story) requests(ctx context.Context, d, interval time.Duration) []Reply
 	return replies
 }
 
-// switchTo runs command, then asks without pause until a reply comes from
-// cluster want, printing each change of the cluster that replies (or of a
-// failure) with the time since the command started. It returns the
-// replies and that time.
-func (s *story) switchTo(ctx context.Context, want string, command func() error) ([]Reply, time.Duration, error) {
+// scaleMember2 scales member2's serve to replicas, then asks without pause
+// until a reply comes from cluster want, printing each change of the
+// cluster that replies (or of a failure) with the time since the scale
+// command started. It returns the replies and that time.
+func (s *story) scaleMember2(ctx context.Context, replicas int, want string) ([]Reply, time.Duration, error) {
 	start := time.Now()
-	if err := command(); err != nil {
+	if err := s.kubectl(ctx, "--context", member2, "-n", namespace, "scale", "deployment/serve", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
 		return nil, 0, err
 	}
 	s.say("  +%.3fs  (the command has returned)", time.Since(start).Seconds())
@@ -269,10 +269,12 @@ func (s *story) switchTo(ctx context.Context, want string, command func() error)
 			s.say("  +%.3fs  %s", r.At.Sub(start).Seconds(), r)
 		}
 		if r.Cluster == want {
-			return replies, r.At.Sub(start), nil
+			after := r.At.Sub(start)
+			s.say("==> replies came from %s %.2fs after the scale command", want, after.Seconds())
+			return replies, after, nil
 		}
 		if time.Since(start) > switchTimeout || ctx.Err() != nil {
-			return replies, 0, fmt.Errorf("no reply from %s within %s of the command; last: %s", want, switchTimeout, r)
+			return replies, 0, fmt.Errorf("no reply from %s within %s of the scale command; last: %s", want, switchTimeout, r)
 		}
 		time.Sleep(switchPoll)
 	}

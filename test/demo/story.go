@@ -383,27 +383,16 @@ func (s *story) localFirst(ctx context.Context) error {
 
 	s.say("\nmember2's serve scaled to 0: LocalFirst answers member1's pods the moment member2 has no ready one.")
 	s.say("Requests go on without pause; each change of who replies is shown, timed from the scale command:")
-	s.res.Failover, s.res.FailoverAfter, err = s.switchTo(ctx, member1, func() error {
-		return s.kubectl(ctx, "--context", member2, "-n", namespace, "scale", "deployment/serve", "--replicas=0")
-	})
-	if err != nil {
+	if s.res.Failover, s.res.FailoverAfter, err = s.scaleMember2(ctx, 0, member1); err != nil {
 		return err
 	}
-	s.say("==> replies came from member1 %.2fs after the scale command", s.res.FailoverAfter.Seconds())
 	if n := failures(s.res.Failover); n > 0 {
 		s.say("    (%d requests failed in between: kwok removes a pod at once, a moment before its endpoint", n)
 		s.say("    is gone from the slices; a real pod keeps serving while it terminates)")
 	}
-
 	s.say("\nScaled back: local again as soon as a member2 pod is ready:")
-	s.res.Back, s.res.BackAfter, err = s.switchTo(ctx, member2, func() error {
-		return s.kubectl(ctx, "--context", member2, "-n", namespace, "scale", "deployment/serve", "--replicas=2")
-	})
-	if err != nil {
-		return err
-	}
-	s.say("==> replies came from member2 again %.2fs after the scale command", s.res.BackAfter.Seconds())
-	return nil
+	s.res.Back, s.res.BackAfter, err = s.scaleMember2(ctx, 2, member2)
+	return err
 }
 
 func (s *story) lookAround(ctx context.Context) error {
