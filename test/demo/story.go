@@ -387,8 +387,8 @@ func (s *story) localFirst(ctx context.Context) error {
 		return err
 	}
 	if n := failures(s.res.Failover); n > 0 {
-		s.say("    (%d requests failed in between: kwok removes a pod at once, a moment before its endpoint", n)
-		s.say("    is gone from the slices; a real pod keeps serving while it terminates)")
+		s.say("    (%d requests failed in between: kwok removes a pod at once, before kube-controller-manager has", n)
+		s.say("    taken its endpoint out of the slices; a real pod keeps serving while it terminates)")
 	}
 	s.say("\nScaled back: local again as soon as a member2 pod is ready:")
 	s.res.Back, s.res.BackAfter, err = s.scaleMember2(ctx, 2, member2)
