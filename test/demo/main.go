@@ -32,7 +32,7 @@ func main() {
 		_, err = s.play(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "\nmake demo FAILED: %v\n", err)
+		fmt.Fprintf(os.Stderr, "\nmake demo FAILED: %v\n(logs of mcs-controller and coredns-mcs: _output/demo/logs; of the lab: _output/lab/logs)\n", err)
 		os.Exit(1)
 	}
 }

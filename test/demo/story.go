@@ -64,14 +64,14 @@ func newStory(root string, w io.Writer) (*story, error) {
 		kubectlBin: filepath.Join(root, "_output", "bin", "kubectl"),
 		w:          w, coredns: map[string]coredns{},
 	}
-	for path, fix := range map[string]string{
-		filepath.Join(root, "bin", "mcs-controller"): "make build",
-		filepath.Join(root, "bin", "coredns-mcs"):    "make build",
-		s.kubectlBin: "make lab-up (test/lab/build.sh builds it)",
-		s.kubeconfig: "make lab-up",
+	for _, need := range []struct{ path, fix string }{
+		{filepath.Join(root, "bin", "mcs-controller"), "make build"},
+		{filepath.Join(root, "bin", "coredns-mcs"), "make build"},
+		{s.kubectlBin, "make lab-up (test/lab/build.sh builds it)"},
+		{s.kubeconfig, "make lab-up"},
 	} {
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("%s is missing: %s", s.rel(path), fix)
+		if _, err := os.Stat(need.path); err != nil {
+			return nil, fmt.Errorf("%s is missing: %s", s.rel(need.path), need.fix)
 		}
 	}
 	if _, err := exec.LookPath("dig"); err != nil {
