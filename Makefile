@@ -47,15 +47,11 @@ test-lab: build lab-bins
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 
-# Until the demo scenario lands, `make demo` builds and starts the lab and says
-# what is running.
+# The seeds' story on the lab (test/demo, README "Two commands"): starts
+# mcs-controller on the hub and a coredns-mcs per member, which keep running
+# afterwards until make lab-down; running it again replaces them.
 demo: build lab-up
-	@echo
-	@echo "The lab is up: clusters hub, member1, member2, member3."
-	@echo "  make lab-status"
-	@echo "  kubectl --kubeconfig _output/lab/kubeconfig --context member1 get nodes"
-	@echo "  bin/coredns-mcs -plugins   # lists mcs, ordered before kubernetes"
-	@echo "Stop it with: make lab-down"
+	$(GO) run ./test/demo
 
 # The local lab (test/lab): four clusters of local processes on loopback.
 # lab-bins builds etcd, kube-apiserver, kube-controller-manager,
@@ -68,7 +64,8 @@ lab-bins:
 lab-up: lab-bins
 	_output/bin/labctl up
 
-# Needs no build: with no labctl there is no lab to stop.
+# Needs no build: with no labctl there is no lab to stop. It also stops
+# what make demo left running (recorded in _output/demo/run).
 lab-down:
 	@if [ -x _output/bin/labctl ]; then _output/bin/labctl down; else echo "no lab: _output/bin/labctl is not built"; fi
 

@@ -15,12 +15,14 @@ root_dir=$(cd "${lab_dir}/../.." && pwd)
 bin_dir=${root_dir}/_output/bin
 stamp=${bin_dir}/.lab-bins.stamp
 
-# name=package; the binary name is what labctl executes.
+# name=package; the binary name is what labctl executes, and kubectl is
+# what make demo shows and the README's commands use.
 tools=(
 	etcd=go.etcd.io/etcd/server/v3
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
 	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+	kubectl=k8s.io/kubernetes/cmd/kubectl
 	kwok=sigs.k8s.io/kwok/cmd/kwok
 )
 

@@ -25,10 +25,14 @@ type Config struct {
 	Args   []string // its arguments
 	Env    []string // added to this process's environment
 	Log    string   // file that gets its stdout and stderr (truncated)
+	// Detach runs it in a session of its own that outlives this program
+	// (make demo leaves its processes running); record it with
+	// WritePIDFile so that a later run can stop it.
+	Detach bool
 }
 
 // Process is a running binary. Should the program that started it die, the
-// kernel sends it SIGTERM.
+// kernel sends it SIGTERM, unless it was started detached.
 type Process struct {
 	cfg     Config
 	cmd     *exec.Cmd
@@ -50,6 +54,9 @@ func Start(cfg Config) (*Process, error) {
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if cfg.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Name, err)
 	}

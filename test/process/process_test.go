@@ -181,3 +181,59 @@ func TestStartCoreDNSPortTaken(t *testing.T) {
 		t.Fatalf("want an error that is not ErrPortTaken, got %v", err)
 	}
 }
+
+func TestPIDFileStopsADetachedProcess(t *testing.T) {
+	ports, err := loopback.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p, err := Start(Config{
+		Name: "detached", Binary: os.Args[0], Detach: true,
+		Env: []string{"HELPER=http", "HELPER_ADDR=" + addr}, Log: filepath.Join(t.TempDir(), "log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(time.Second) })
+	if err := p.WaitFor(t.Context(), 10*time.Second, HTTPOK("http://"+addr+"/readyz")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "detached.pid")
+	if err := p.WritePIDFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := StopPIDFile(path, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running after StopPIDFile")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file left behind: %v", err)
+	}
+	if err := StopPIDFile(path, time.Second); err != nil {
+		t.Errorf("no pid file: want nothing to do, got %v", err)
+	}
+}
+
+func TestPIDFileSparesAReusedPID(t *testing.T) {
+	start, err := startTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test binary, recorded with another start time: the pid was
+	// "reused" since, so it must not be signalled.
+	path := filepath.Join(t.TempDir(), "reused.pid")
+	if err := os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", os.Getpid(), start+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := StopPIDFile(path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale pid file left behind: %v", err)
+	}
+}

@@ -119,10 +119,47 @@ func (l *lab) down() error {
 		return err
 	}
 	defer unlock()
+	if err := l.stopDemo(); err != nil {
+		return err
+	}
 	if err := l.stopAll(); err != nil {
 		return err
 	}
 	fmt.Println("lab stopped")
+	return nil
+}
+
+// demoRunDir holds the pid files of what make demo leaves running against
+// the lab (mcs-controller, coredns-mcs), written by test/process in
+// labctl's format. They would outlive the lab, so down stops them first.
+func (l *lab) demoRunDir() string { return filepath.Join(filepath.Dir(l.dir), "demo", "run") }
+
+// stopDemo stops the process groups recorded in demoRunDir.
+func (l *lab) stopDemo() error {
+	paths, err := filepath.Glob(filepath.Join(l.demoRunDir(), "*.pid"))
+	if err != nil {
+		return err
+	}
+	var states []componentState
+	for _, path := range paths {
+		rec, _, err := loadPIDRecord(path)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".pid")
+		states = append(states, componentState{cluster: cluster{name: "demo"}, comp: &component{name: name}, rec: rec, recorded: true})
+	}
+	if err := stop(states); err != nil {
+		return err
+	}
+	for _, path := range paths {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if len(paths) > 0 {
+		fmt.Printf("demo processes stopped (%d)\n", len(paths))
+	}
 	return nil
 }
 

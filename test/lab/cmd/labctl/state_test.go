@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPIDRecordRoundTrip(t *testing.T) {
@@ -147,5 +150,44 @@ func TestInspect(t *testing.T) {
 	row := strings.Fields(lines[1+len(components)+1]) // clusters[1]'s kube-apiserver
 	if want := []string{clusters[1].name, "kube-apiserver", "alive", strconv.Itoa(os.Getpid())}; !slices.Equal(row[:4], want) {
 		t.Errorf("status row %v, want %v", row, want)
+	}
+}
+
+// down stops what make demo recorded in _output/demo/run, and removes the
+// records.
+func TestStopDemo(t *testing.T) {
+	out := t.TempDir()
+	l := &lab{binDir: filepath.Join(out, "bin"), dir: filepath.Join(out, "lab")}
+	if err := os.MkdirAll(l.demoRunDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	rec, err := readPIDRecord(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.demoRunDir(), "coredns-mcs-member2.pid")
+	if err := rec.write(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.stopDemo(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recorded process still runs")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file left behind: %v", err)
+	}
+	if err := l.stopDemo(); err != nil {
+		t.Errorf("nothing recorded: %v", err)
 	}
 }
