@@ -22,6 +22,7 @@ type bench struct {
 
 // phase is what one phase measured.
 type phase struct {
+	name     string
 	changes  int             // source changes made (services, for the initial sync)
 	seen     []time.Duration // per change: source update acknowledged → imported slice seen in member2
 	answered []time.Duration // per change: acknowledged → coredns-mcs answers the new addresses
@@ -38,7 +39,7 @@ type arrival struct{ seen, answered time.Time }
 // addresses: the initial sync, counted from the controller's start.
 func (b *bench) converge(ctx context.Context) (*phase, error) {
 	n := b.w.opts.services
-	p := &phase{changes: n}
+	p := &phase{name: "initial sync", changes: n}
 	log.Printf("waiting until %d services are imported into %s and answered", n, consumerCluster)
 	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
 	defer cancel()
@@ -69,7 +70,7 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 // services, and times each from the acknowledgement of the source update;
 // the watch and DNS polling run side by side.
 func (b *bench) singleChanges(ctx context.Context) (*phase, error) {
-	p := &phase{changes: b.w.opts.changes}
+	p := &phase{name: "single changes", changes: b.w.opts.changes}
 	log.Printf("making %d single changes", p.changes)
 	return p, b.observe(ctx, p, func() error {
 		for c := range p.changes {
@@ -93,7 +94,7 @@ func (b *bench) singleChanges(ctx context.Context) (*phase, error) {
 // from the processes measured.
 func (b *bench) burst(ctx context.Context) (*phase, error) {
 	n := b.w.opts.services
-	p := &phase{changes: n}
+	p := &phase{name: "burst", changes: n}
 	log.Printf("changing all %d services at once", n)
 	return p, b.observe(ctx, p, func() error {
 		ctx, cancel := context.WithTimeout(ctx, b.w.opts.burstTimeout)

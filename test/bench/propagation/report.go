@@ -93,23 +93,19 @@ func (r *results) latencyTable(b *strings.Builder) {
 	fmt.Fprintf(b, "| initial sync of %d services: controller started → every answer there | | | | %s | | |\n", r.initial.changes, ms(r.initial.took))
 }
 
+func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst} }
+
 func (r *results) writesTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update in %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", consumerCluster)
 	fmt.Fprintf(b, "| phase | cluster | kind | verb | result | writes | per source change |\n|---|---|---|---|---|---|---|\n")
-	for _, ph := range []struct {
-		name string
-		p    *phase
-	}{{"initial sync", r.initial}, {"single changes", r.single}, {"burst", r.burst}} {
-		for _, w := range ph.p.writes {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.0f | %.2f |\n", ph.name, w.cluster, w.kind, w.verb, w.result, w.n, w.n/float64(ph.p.changes))
+	for _, p := range r.phases() {
+		for _, w := range p.writes {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.0f | %.2f |\n", p.name, w.cluster, w.kind, w.verb, w.result, w.n, w.n/float64(p.changes))
 		}
 	}
 	b.WriteString("\n")
-	for _, ph := range []struct {
-		name string
-		p    *phase
-	}{{"Single changes", r.single}, {"Burst", r.burst}} {
-		fmt.Fprintf(b, "%s: %s\n", ph.name, writesVerdict(ph.p))
+	for _, p := range []*phase{r.single, r.burst} {
+		fmt.Fprintf(b, "- %s: %s\n", p.name, writesVerdict(p))
 	}
 }
 
@@ -140,12 +136,9 @@ func (r *results) timingsTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Where the time goes (the controller's histograms)\n\n")
 	fmt.Fprintf(b, "Observations during each phase; p50 and p99 interpolated within the buckets (factors of 2 from 1 ms) as histogram_quantile does. mcs_propagation_seconds runs from the controller seeing the source change to %s acknowledging the imported copy.\n\n", consumerCluster)
 	fmt.Fprintf(b, "| phase | series | count | mean | p50 | p99 |\n|---|---|---|---|---|---|\n")
-	for _, ph := range []struct {
-		name string
-		p    *phase
-	}{{"initial sync", r.initial}, {"single changes", r.single}, {"burst", r.burst}} {
-		for _, t := range ph.p.timings {
-			fmt.Fprintf(b, "| %s | `%s` | %d | %s | %s | %s |\n", ph.name, t.series, t.count, seconds(t.mean()), seconds(t.quantile(0.5)), seconds(t.quantile(0.99)))
+	for _, p := range r.phases() {
+		for _, t := range p.timings {
+			fmt.Fprintf(b, "| %s | `%s` | %d | %s | %s | %s |\n", p.name, t.series, t.count, seconds(t.mean()), seconds(t.quantile(0.5)), seconds(t.quantile(0.99)))
 		}
 	}
 }
