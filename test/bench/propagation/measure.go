@@ -27,6 +27,7 @@ type phase struct {
 	seen     []time.Duration // per change: source update acknowledged → imported slice seen in member2
 	answered []time.Duration // per change: acknowledged → coredns-mcs answers the new addresses
 	took     time.Duration   // first write (controller start, for the initial sync) → last answer
+	acked    time.Duration   // burst: first write → last one acknowledged
 	writes   []writeCount    // mcs_writes_total during the phase
 	timings  []timing        // the controller's histograms during the phase
 }
@@ -119,6 +120,7 @@ func (b *bench) burst(ctx context.Context) (*phase, error) {
 			return err
 		}
 		p.took = last(arrivals).Sub(start)
+		p.acked = slices.MaxFunc(acks, time.Time.Compare).Sub(start)
 		for i := range n {
 			p.seen = append(p.seen, arrivals[i].seen.Sub(acks[i]))
 			p.answered = append(p.answered, arrivals[i].answered.Sub(acks[i]))
