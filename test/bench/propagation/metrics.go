@@ -180,11 +180,19 @@ func (h histogram) minus(o histogram) histogram {
 	return d
 }
 
+// top is the highest finite bucket bound.
+func (h histogram) top() float64 {
+	if n := len(h.bounds); n > 1 {
+		return h.bounds[n-2]
+	}
+	return math.NaN()
+}
+
 func (h histogram) mean() float64 { return h.sum / float64(h.count) }
 
 // quantile estimates the q-quantile as Prometheus's histogram_quantile does:
-// linear within the bucket that holds it; the highest finite bound when it
-// falls in +Inf.
+// linear within the bucket that holds it. It is +Inf when that is the +Inf
+// bucket (past top), NaN without observations.
 func (h histogram) quantile(q float64) float64 {
 	if h.count == 0 {
 		return math.NaN()
@@ -193,10 +201,7 @@ func (h histogram) quantile(q float64) float64 {
 	i, _ := slices.BinarySearchFunc(h.counts, rank, func(c uint64, r float64) int { return cmp.Compare(float64(c), r) })
 	i = min(i, len(h.counts)-1)
 	if math.IsInf(h.bounds[i], 1) {
-		if i == 0 {
-			return math.NaN()
-		}
-		return h.bounds[i-1]
+		return math.Inf(1)
 	}
 	lower, below := 0.0, uint64(0)
 	if i > 0 {

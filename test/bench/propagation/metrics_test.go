@@ -104,8 +104,14 @@ func TestQuantile(t *testing.T) {
 		t.Errorf("mean = %v, want 0.003", got)
 	}
 	tail := histogram{bounds: []float64{0.001, inf}, counts: []uint64{1, 4}, count: 4}
-	if got := tail.quantile(0.99); got != 0.001 {
-		t.Errorf("quantile in +Inf = %v, want the highest finite bound", got)
+	if got := tail.quantile(0.99); !math.IsInf(got, 1) {
+		t.Errorf("quantile in +Inf = %v, want +Inf", got)
+	}
+	if got := quantileText(tail, 0.99); got != "> 1.0 ms" {
+		t.Errorf("quantileText in +Inf = %q, want past the highest finite bound", got)
+	}
+	if got := quantileText(h, 0.75); got != "3.0 ms" {
+		t.Errorf("quantileText = %q, want 3.0 ms", got)
 	}
 	if got := (histogram{}).quantile(0.5); !math.IsNaN(got) {
 		t.Errorf("quantile of nothing = %v, want NaN", got)

@@ -441,6 +441,7 @@ func (w *world) deleteMCS(ctx context.Context, procs *processes) error {
 		return err == nil && len(left) == 0 || procs.controllerGone(), nil
 	})
 	if len(left) == 0 {
+		log.Printf("the controller removed what they caused")
 		return nil
 	}
 	log.Printf("%d multiclusterservices still have the controller's finalizer: removing it", len(left))
