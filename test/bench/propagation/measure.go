@@ -77,7 +77,7 @@ func (b *bench) singleChanges(ctx context.Context) (*phase, error) {
 		for c := range p.changes {
 			i := c % b.w.opts.services
 			cctx, cancel := context.WithTimeout(ctx, b.w.opts.changeTimeout)
-			ack, a, err := b.change(cctx, i, true)
+			ack, a, err := b.change(cctx, i)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("change %d (%s): %w", c+1, serviceName(i), err)
@@ -157,14 +157,14 @@ func (b *bench) next(i int) (int, string, <-chan time.Time) {
 }
 
 // change moves service i to its next version and returns when the update
-// was acknowledged and when its result arrived.
-func (b *bench) change(ctx context.Context, i int, independent bool) (time.Time, arrival, error) {
+// was acknowledged and when its result arrived, watch and DNS side by side.
+func (b *bench) change(ctx context.Context, i int) (time.Time, arrival, error) {
 	v, want, at := b.next(i)
 	ack, err := b.w.setVersion(ctx, i, v)
 	if err != nil {
 		return ack, arrival{}, err
 	}
-	a, err := b.follow(ctx, i, at, want, independent)
+	a, err := b.follow(ctx, i, at, want, true)
 	return ack, a, err
 }
 
