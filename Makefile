@@ -40,12 +40,15 @@ test-fuzz:
 test-lab: build lab-bins
 	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
 
-# The DNS benchmarks (README.md, Performance) side by side on the lab's
-# member3, printing a table of ratios (also in _output/bench/results.md);
-# see test/bench/README.md.
-# A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s'
+# The benchmarks of README.md, Performance (see test/bench/README.md):
+# first the DNS ones, side by side on the lab's member3, printing a table of
+# ratios (also in _output/bench/results.md); then propagation, with the
+# real mcs-controller from member1 to member2's coredns-mcs at 1,000
+# services (also in _output/bench/propagation.md).
+# A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s' PROP_FLAGS='-services 200 -changes 50'
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)
+	$(GO) run ./test/bench/propagation $(PROP_FLAGS)
 
 # The seeds' story on the lab (test/demo, README "Two commands"): starts
 # mcs-controller on the hub and a coredns-mcs per member, which keep running

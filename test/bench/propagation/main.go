@@ -1,0 +1,162 @@
+// Command propagation measures how fast mcs-controller carries an endpoint
+// change in a provision cluster to a consumption cluster, and what it costs
+// in API writes, with the real bin/mcs-controller and bin/coredns-mcs on the
+// lab: a source EndpointSlice update in member1 → the imported slice seen in
+// member2 → member2's coredns-mcs answering the new address. It prints a
+// markdown table beside the targets of README.md (Performance) and writes it
+// to _output/bench/propagation.md. See test/bench/README.md (Propagation).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The lab's clusters this benchmark uses: the MultiClusterServices live on
+// the hub, the services in the provider, their imports in the consumer.
+const (
+	hubCluster      = "hub"
+	providerCluster = "member1"
+	consumerCluster = "member2"
+)
+
+// options are the command line.
+type options struct {
+	kubeconfig, controller, coredns string
+	namespace, outDir               string
+	controllerArgs                  []string // more flags for mcs-controller
+
+	services, endpoints, changes, workers int
+
+	convergeTimeout, changeTimeout, burstTimeout, timeout time.Duration
+	keep                                                  bool
+}
+
+func parseFlags() (options, error) {
+	var o options
+	var extra string
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "_output/lab/kubeconfig", "kubeconfig of the lab (contexts hub, member1, member2)")
+	flag.StringVar(&o.controller, "controller", "bin/mcs-controller", "the mcs-controller binary")
+	flag.StringVar(&o.coredns, "coredns", "bin/coredns-mcs", "the coredns-mcs binary")
+	flag.StringVar(&o.namespace, "namespace", "mcs-prop", "namespace of the benchmark's objects in the hub, member1 and member2")
+	flag.StringVar(&o.outDir, "out", "_output/bench", "directory for propagation.md; kubeconfigs, Corefile and logs go to its propagation/")
+	flag.StringVar(&extra, "controller-args", "", "more flags for mcs-controller, space-separated (e.g. '--kube-api-qps=500 --workers=8')")
+	flag.IntVar(&o.services, "services", 1000, "services, each with one source EndpointSlice and one MultiClusterService")
+	flag.IntVar(&o.endpoints, "endpoints", 3, "ready endpoints per source slice; a change moves the first one to a new address")
+	flag.IntVar(&o.changes, "changes", 200, "single changes, one at a time, round-robin over the services")
+	flag.IntVar(&o.workers, "workers", 32, "concurrent API writes of the benchmark itself (objects and the burst)")
+	flag.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "bound on the initial sync of every service")
+	flag.DurationVar(&o.changeTimeout, "change-timeout", 10*time.Second, "bound on one single change to be seen and answered")
+	flag.DurationVar(&o.burstTimeout, "burst-timeout", 3*time.Minute, "bound on the burst")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run, cleanup excepted")
+	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	o.controllerArgs = strings.Fields(extra)
+	return o, o.validate()
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.services < 1 || o.services > maxServices:
+		return fmt.Errorf("-services must be in 1..%d (the address plan)", maxServices)
+	case o.endpoints < 1 || o.endpoints > maxEndpoints:
+		return fmt.Errorf("-endpoints must be in 1..%d (the address plan)", maxEndpoints)
+	case o.changes < 1 || o.workers < 1:
+		return errors.New("-changes and -workers must be positive")
+	case o.convergeTimeout <= 0 || o.changeTimeout <= 0 || o.burstTimeout <= 0 || o.timeout <= 0:
+		return errors.New("timeouts must be positive")
+	}
+	for _, p := range []*string{&o.kubeconfig, &o.controller, &o.coredns, &o.outDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
+func main() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("propagation: ")
+	o, err := parseFlags()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first signal ends the phases and starts the cleanup; a second one
+	// ends the program (its processes get SIGTERM from the kernel).
+	context.AfterFunc(ctx, stop)
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run does every phase. Whatever happens, the processes it started are
+// stopped and, unless -keep, its objects are deleted: first the
+// MultiClusterServices, while the controller runs to honour their
+// finalizers, then the namespaces.
+func run(ctx context.Context, o options) (err error) {
+	res := &results{opts: o, started: time.Now(), load: loadAverage()}
+	dir := filepath.Join(o.outDir, "propagation")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w, err := newWorld(o)
+	if err != nil {
+		return fmt.Errorf("connecting to the lab: %w", err)
+	}
+	procs := &processes{opts: o, dir: dir}
+	defer procs.stopAll()
+	if !o.keep {
+		defer func() { err = errors.Join(err, w.cleanup(procs)) }()
+	}
+	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := measure(runCtx, w, procs, res); err != nil {
+		return err
+	}
+	res.elapsed = time.Since(res.started)
+	return res.write(os.Stdout, filepath.Join(o.outDir, "propagation.md"))
+}
+
+// measure runs the phases in order; each error names its phase.
+func measure(ctx context.Context, w *world, procs *processes, res *results) error {
+	var err error
+	if res.objects, err = w.ensure(ctx); err != nil {
+		return fmt.Errorf("objects: %w", err)
+	}
+	watch, err := watchImports(ctx, w)
+	if err != nil {
+		return fmt.Errorf("watching member2: %w", err)
+	}
+	defer watch.stop()
+	defer func() { res.controllerErrors = procs.controllerErrors() }()
+	if err := procs.start(ctx, w); err != nil {
+		return fmt.Errorf("starting the processes: %w", err)
+	}
+	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURL: procs.metricsURL()}
+	if res.initial, err = b.converge(ctx); err != nil {
+		return fmt.Errorf("initial sync: %w", err)
+	}
+	if res.single, err = b.singleChanges(ctx); err != nil {
+		return fmt.Errorf("single changes: %w", err)
+	}
+	if res.burst, err = b.burst(ctx); err != nil {
+		return fmt.Errorf("burst: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+// writesMetric counts the controller's API writes.
+const writesMetric = "mcs_writes_total"
+
+// timingMetrics are the controller's histograms that say where the time
+// goes, in the order the report shows them.
+var timingMetrics = []string{
+	"mcs_propagation_seconds",
+	"mcs_sync_svc_duration_seconds",
+	"mcs_sync_eps_duration_seconds",
+	"workqueue_queue_duration_seconds",
+	"workqueue_work_duration_seconds",
+}
+
+// writeKey is one series of mcs_writes_total.
+type writeKey struct{ cluster, kind, verb, result string }
+
+// writeCount is how many writes of one series a phase made.
+type writeCount struct {
+	writeKey
+	n float64
+}
+
+// histogram is one series of a Prometheus histogram: cumulative counts
+// per upper bound, the last bound +Inf.
+type histogram struct {
+	bounds []float64
+	counts []uint64
+	count  uint64
+	sum    float64
+}
+
+// timing is one histogram series' observations during a phase.
+type timing struct {
+	series string // name{label="value",…}
+	histogram
+}
+
+// scrape is what the report reads from one /metrics page.
+type scrape struct {
+	writes     map[writeKey]float64
+	histograms map[string]histogram // by series
+}
+
+func fetchMetrics(ctx context.Context, url string) (*scrape, error) {
+	code, body, err := process.HTTPGet(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d", url, code)
+	}
+	return parseMetrics(body)
+}
+
+// parseMetrics reads mcs_writes_total and the timing histograms from the
+// Prometheus text format.
+func parseMetrics(text string) (*scrape, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
+	}
+	s := &scrape{writes: map[writeKey]float64{}, histograms: map[string]histogram{}}
+	if f := families[writesMetric]; f != nil {
+		for _, m := range f.GetMetric() {
+			l := labels(m)
+			s.writes[writeKey{l["cluster"], l["kind"], l["verb"], l["result"]}] = m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range timingMetrics {
+		f := families[name]
+		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			s.histograms[series(name, m)] = toHistogram(m.GetHistogram())
+		}
+	}
+	return s, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// series names a sample as Prometheus prints it, labels sorted.
+func series(name string, m *dto.Metric) string {
+	var pairs []string
+	for _, l := range m.GetLabel() {
+		pairs = append(pairs, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	if len(pairs) == 0 {
+		return name
+	}
+	slices.Sort(pairs)
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+func toHistogram(h *dto.Histogram) histogram {
+	out := histogram{count: h.GetSampleCount(), sum: h.GetSampleSum()}
+	for _, b := range h.GetBucket() {
+		out.bounds = append(out.bounds, b.GetUpperBound())
+		out.counts = append(out.counts, b.GetCumulativeCount())
+	}
+	if n := len(out.bounds); n == 0 || !math.IsInf(out.bounds[n-1], 1) {
+		out.bounds = append(out.bounds, math.Inf(1))
+		out.counts = append(out.counts, out.count)
+	}
+	return out
+}
+
+// since is the writes made between before and s, by series, sorted.
+func (s *scrape) since(before *scrape) []writeCount {
+	var out []writeCount
+	for k, v := range s.writes {
+		if d := v - before.writes[k]; d != 0 {
+			out = append(out, writeCount{k, d})
+		}
+	}
+	slices.SortFunc(out, func(a, b writeCount) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.kind, b.kind), cmp.Compare(a.verb, b.verb), cmp.Compare(a.result, b.result))
+	})
+	return out
+}
+
+// isLease tells apart the Lease writes, which the controller makes on a
+// clock whatever changes, from the rest.
+func isLease(w writeCount) bool { return w.kind == "Lease" }
+
+// timingsSince is what each timing histogram observed between before and
+// s, series without observations left out, in timingMetrics' order.
+func (s *scrape) timingsSince(before *scrape) []timing {
+	var out []timing
+	for k, h := range s.histograms {
+		if d := h.minus(before.histograms[k]); d.count > 0 {
+			out = append(out, timing{k, d})
+		}
+	}
+	rank := func(series string) int {
+		return slices.IndexFunc(timingMetrics, func(name string) bool { return strings.HasPrefix(series, name+"{") || series == name })
+	}
+	slices.SortFunc(out, func(a, b timing) int {
+		return cmp.Or(cmp.Compare(rank(a.series), rank(b.series)), cmp.Compare(a.series, b.series))
+	})
+	return out
+}
+
+// minus is h's observations that o had not made; o is an earlier scrape of
+// the same series (empty when the series was not there yet).
+func (h histogram) minus(o histogram) histogram {
+	if len(o.counts) != len(h.counts) {
+		return h
+	}
+	d := histogram{bounds: h.bounds, count: h.count - o.count, sum: h.sum - o.sum, counts: make([]uint64, len(h.counts))}
+	for i := range h.counts {
+		d.counts[i] = h.counts[i] - o.counts[i]
+	}
+	return d
+}
+
+// top is the highest finite bucket bound.
+func (h histogram) top() float64 {
+	if n := len(h.bounds); n > 1 {
+		return h.bounds[n-2]
+	}
+	return math.NaN()
+}
+
+func (h histogram) mean() float64 { return h.sum / float64(h.count) }
+
+// quantile estimates the q-quantile as Prometheus's histogram_quantile does:
+// linear within the bucket that holds it. It is +Inf when that is the +Inf
+// bucket (past top), NaN without observations.
+func (h histogram) quantile(q float64) float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	rank := q * float64(h.count)
+	i, _ := slices.BinarySearchFunc(h.counts, rank, func(c uint64, r float64) int { return cmp.Compare(float64(c), r) })
+	i = min(i, len(h.counts)-1)
+	if math.IsInf(h.bounds[i], 1) {
+		return math.Inf(1)
+	}
+	lower, below := 0.0, uint64(0)
+	if i > 0 {
+		lower, below = h.bounds[i-1], h.counts[i-1]
+	}
+	in := h.counts[i] - below
+	if in == 0 {
+		return h.bounds[i]
+	}
+	return lower + (h.bounds[i]-lower)*(rank-float64(below))/float64(in)
+}

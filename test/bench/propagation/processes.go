@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+// readyTimeout bounds the start of one process, its informers' sync
+// included.
+const readyTimeout = 2 * time.Minute
+
+// processes are the binaries this run starts: mcs-controller on the hub,
+// limited to the benchmark's namespace, and coredns-mcs for member2.
+type processes struct {
+	opts options
+	dir  string // kubeconfigs, Corefile, logs
+
+	controller, coredns          *process.Process
+	httpPort, dnsPort, readyPort int
+	controllerStarted            time.Time
+}
+
+// start runs the controller, waits until it is ready (every informer
+// synced), then coredns-mcs, and waits until it is ready too.
+func (p *processes) start(ctx context.Context, w *world) error {
+	hubKubeconfig, err := p.kubeconfig("hub.kubeconfig", hubCluster)
+	if err != nil {
+		return err
+	}
+	membersKubeconfig, err := p.kubeconfig("members.kubeconfig", providerCluster, consumerCluster)
+	if err != nil {
+		return err
+	}
+	ports, err := loopback.FreePorts(3)
+	if err != nil {
+		return err
+	}
+	p.httpPort, p.dnsPort, p.readyPort = ports[0], ports[1], ports[2]
+	args := append([]string{
+		"--kubeconfig", hubKubeconfig,
+		"--clusters-kubeconfig", membersKubeconfig,
+		"--watch-namespaces", w.opts.namespace,
+		"--namespace", w.opts.namespace,
+		"--leader-elect=false",
+		"--http-address", p.hostPort(p.httpPort),
+	}, p.opts.controllerArgs...)
+	p.controller, err = process.Start(process.Config{Name: "mcs-controller", Binary: p.opts.controller, Args: args, Log: filepath.Join(p.dir, "controller.log")})
+	if err != nil {
+		return err
+	}
+	p.controllerStarted = p.controller.Started()
+	log.Printf("started mcs-controller (pid %d, log %s)", p.controller.Pid(), p.controller.Log())
+	if err := p.controller.WaitFor(ctx, readyTimeout, process.HTTPOK(p.url("/readyz"))); err != nil {
+		return err
+	}
+	corefile := filepath.Join(p.dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(p.corefile()), 0o644); err != nil {
+		return err
+	}
+	p.coredns, err = process.Start(process.CoreDNS("coredns-mcs", p.opts.coredns, corefile, filepath.Join(p.dir, "coredns.log")))
+	if err != nil {
+		return err
+	}
+	log.Printf("started coredns-mcs for %s (pid %d, dns %s, log %s)", consumerCluster, p.coredns.Pid(), p.dnsAddr(), p.coredns.Log())
+	return p.coredns.WaitFor(ctx, readyTimeout, process.CoreDNSReady(p.dnsAddr(), fmt.Sprintf("http://%s/ready", p.hostPort(p.readyPort))))
+}
+
+// kubeconfig writes a copy of the lab's kubeconfig with only the contexts
+// given, the first one current.
+func (p *processes) kubeconfig(file string, contexts ...string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(p.opts.kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for name := range cfg.Contexts {
+		if !slices.Contains(contexts, name) {
+			delete(cfg.Contexts, name)
+		}
+	}
+	for _, c := range contexts {
+		if cfg.Contexts[c] == nil {
+			return "", fmt.Errorf("%s has no context %s", p.opts.kubeconfig, c)
+		}
+	}
+	cfg.CurrentContext = contexts[0]
+	path := filepath.Join(p.dir, file)
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// corefile is member2's stanza with answer endpoints, so that a changed
+// endpoint changes the answer, and no cache, so that every query reaches
+// the plugin.
+func (p *processes) corefile() string {
+	return fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    ready %s
+    mcs cluster.local clusterset.local {
+        kubeconfig %s %s
+        cluster %s
+        answer endpoints
+    }
+    kubernetes cluster.local {
+        kubeconfig %s %s
+    }
+}
+`, p.dnsPort, p.hostPort(p.readyPort), p.opts.kubeconfig, consumerCluster, consumerCluster, p.opts.kubeconfig, consumerCluster)
+}
+
+func (p *processes) hostPort(port int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+func (p *processes) url(path string) string { return "http://" + p.hostPort(p.httpPort) + path }
+
+func (p *processes) dnsAddr() string { return p.hostPort(p.dnsPort) }
+
+func (p *processes) metricsURL() string { return p.url("/metrics") }
+
+// controllerGone reports whether the controller is not running.
+func (p *processes) controllerGone() bool { return p.controller == nil || p.controller.Alive() != nil }
+
+// controllerErrors are the error lines of the controller's log so far
+// (klog's "E" lines).
+func (p *processes) controllerErrors() []string {
+	if p.controller == nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.Lines(p.controller.Output()) {
+		if strings.HasPrefix(line, "E") || strings.Contains(line, "panic:") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+func (p *processes) stopCoreDNS() {
+	if p.coredns != nil {
+		logErr(p.coredns.Stop(process.StopGrace))
+	}
+}
+
+// stopAll stops whatever is still running; stopping twice is harmless.
+func (p *processes) stopAll() {
+	var errs []error
+	for _, proc := range []*process.Process{p.coredns, p.controller} {
+		if proc != nil {
+			errs = append(errs, proc.Stop(process.StopGrace))
+		}
+	}
+	logErr(errors.Join(errs...))
+}
+
+func logErr(err error) {
+	if err != nil {
+		log.Print(err)
+	}
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Targets (README.md, Performance).
+const (
+	targetP50 = 100 * time.Millisecond
+	targetP99 = 500 * time.Millisecond
+)
+
+// results is everything the report shows.
+type results struct {
+	opts    options
+	started time.Time
+	load    string // load averages when the run started
+	elapsed time.Duration
+	objects objectCounts
+
+	initial, single, burst *phase
+	controllerErrors       []string // error lines of the controller's log
+}
+
+// write prints the report to out and saves it to path.
+func (r *results) write(out io.Writer, path string) error {
+	text := r.markdown()
+	if _, err := io.WriteString(out, text); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+func (r *results) markdown() string {
+	var b strings.Builder
+	o := r.opts
+	fmt.Fprintf(&b, "# Propagation: mcs-controller and coredns-mcs on the lab\n\n")
+	fmt.Fprintf(&b, "%s; %d CPUs, %s; load average %s at the start (a machine shared with other work).\n\n",
+		r.started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.load)
+	fmt.Fprintf(&b, "%d services in namespace %s: a selector-less Service and an EndpointSlice of %d ready endpoints each in %s, a MultiClusterService each on the hub (provision %s, consumption %s, RemoteAndLocal); %d objects, %d written in %s. ",
+		o.services, o.namespace, o.endpoints, providerCluster, providerCluster, consumerCluster, r.objects.total, r.objects.written, r.objects.took.Round(time.Second))
+	fmt.Fprintf(&b, "bin/mcs-controller (flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", extraFlags(o.controllerArgs), consumerCluster)
+	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes PROP_FLAGS).\n\n", strings.Join(append([]string{"go run ./test/bench/propagation"}, os.Args[1:]...), " "))
+	r.latencyTable(&b)
+	r.writesTable(&b)
+	r.timingsTable(&b)
+	if n := len(r.controllerErrors); n > 0 {
+		fmt.Fprintf(&b, "\nThe controller logged %d error lines; the first:\n\n```\n%s\n```\n", n, strings.Join(r.controllerErrors[:min(n, 5)], "\n"))
+	}
+	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
+	return b.String()
+}
+
+func extraFlags(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return " but `" + strings.Join(args, " ") + "`"
+}
+
+func (r *results) latencyTable(b *strings.Builder) {
+	target := fmt.Sprintf("p50 ≤ %d ms, p99 ≤ %d ms", targetP50.Milliseconds(), targetP99.Milliseconds())
+	fmt.Fprintf(b, "## Latency\n\nFrom the source update's acknowledgement by %s's API server.\n\n", providerCluster)
+	fmt.Fprintf(b, "| measure | n | p50 | p99 | max | target | met |\n|---|---|---|---|---|---|---|\n")
+	// The targets are for one change; a burst of every service at once has
+	// none.
+	rows := []struct {
+		what     string
+		ds       []time.Duration
+		targeted bool
+	}{
+		{"one change at a time → imported slice seen in " + consumerCluster + " (watch)", r.single.seen, true},
+		{"one change at a time → " + consumerCluster + "'s coredns-mcs answers the new address", r.single.answered, true},
+		{fmt.Sprintf("burst of %d → imported slice seen, per service", r.burst.changes), r.burst.seen, false},
+		{fmt.Sprintf("burst of %d → new answer, per service", r.burst.changes), r.burst.answered, false},
+	}
+	for _, row := range rows {
+		l := summarize(row.ds)
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |", row.what, l.n, ms(l.p50), ms(l.p99), ms(l.max))
+		if row.targeted {
+			fmt.Fprintf(b, " %s | %s |\n", target, yesNo(l.p50 <= targetP50 && l.p99 <= targetP99))
+		} else {
+			b.WriteString(" | |\n")
+		}
+	}
+	fmt.Fprintf(b, "| burst of %d: first update sent → last one acknowledged (the benchmark's own writes) | | | | %s | | |\n", r.burst.changes, ms(r.burst.acked))
+	fmt.Fprintf(b, "| burst of %d: first update sent → every answer new | | | | %s | | |\n", r.burst.changes, ms(r.burst.took))
+	fmt.Fprintf(b, "| initial sync of %d services: controller started → every answer there | | | | %s | | |\n", r.initial.changes, ms(r.initial.took))
+}
+
+func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst} }
+
+func (r *results) writesTable(b *strings.Builder) {
+	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update in %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", consumerCluster)
+	fmt.Fprintf(b, "| phase | cluster | kind | verb | result | writes | per change (initial sync: per service) |\n|---|---|---|---|---|---|---|\n")
+	for _, p := range r.phases() {
+		for _, w := range p.writes {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.0f | %.2f |\n", p.name, w.cluster, w.kind, w.verb, w.result, w.n, w.n/float64(p.changes))
+		}
+	}
+	b.WriteString("\n")
+	for _, p := range []*phase{r.single, r.burst} {
+		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p), p.syncs()/float64(p.changes))
+	}
+}
+
+// syncs counts the controller's syncs during the phase.
+func (p *phase) syncs() float64 {
+	var n uint64
+	for _, t := range p.timings {
+		if strings.HasPrefix(t.series, "mcs_sync_svc_duration_seconds") {
+			n += t.count
+		}
+	}
+	return float64(n)
+}
+
+// writesVerdict says whether a phase met the writes target.
+func writesVerdict(p *phase) string {
+	var other []string
+	var updates float64
+	for _, w := range p.writes {
+		switch {
+		case isLease(w):
+		case w == writeCount{writeKey{consumerCluster, "EndpointSlice", "update", "success"}, w.n}:
+			updates = w.n
+		default:
+			other = append(other, fmt.Sprintf("%.0f %s %s %s (%s)", w.n, w.cluster, w.kind, w.verb, w.result))
+		}
+	}
+	per := updates / float64(p.changes)
+	switch {
+	case len(other) > 0:
+		return fmt.Sprintf("%.2f EndpointSlice updates per change, and more: %s. Target not met.", per, strings.Join(other, ", "))
+	case updates != float64(p.changes):
+		return fmt.Sprintf("%.0f EndpointSlice updates for %d changes (%.2f per change). Target not met.", updates, p.changes, per)
+	}
+	return fmt.Sprintf("exactly one EndpointSlice update in %s per change (%d), nothing else. Target met.", consumerCluster, p.changes)
+}
+
+func (r *results) timingsTable(b *strings.Builder) {
+	fmt.Fprintf(b, "\n## Where the time goes (the controller's histograms)\n\n")
+	fmt.Fprintf(b, "Observations during each phase; p50 and p99 interpolated within the buckets as histogram_quantile does. The mcs_* buckets double from 1 ms to 16 s; the workqueue_* ones grow tenfold up to 10 s, so their quantiles are coarse. mcs_propagation_seconds runs from the controller seeing the source change to %s acknowledging the imported copy.\n\n", consumerCluster)
+	fmt.Fprintf(b, "| phase | series | count | mean | p50 | p99 |\n|---|---|---|---|---|---|\n")
+	for _, p := range r.phases() {
+		for _, t := range p.timings {
+			fmt.Fprintf(b, "| %s | `%s` | %d | %s | %s | %s |\n", p.name, t.series, t.count, seconds(t.mean()), quantileText(t.histogram, 0.5), quantileText(t.histogram, 0.99))
+		}
+	}
+}
+
+// quantileText is h's q-quantile, or how far it is known when it lies past
+// the highest bucket.
+func quantileText(h histogram, q float64) string {
+	v := h.quantile(q)
+	if math.IsInf(v, 1) {
+		return "> " + seconds(h.top())
+	}
+	return seconds(v)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func seconds(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return ms(time.Duration(v * float64(time.Second)))
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// loadAverage is the machine's load over 1, 5 and 15 minutes.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

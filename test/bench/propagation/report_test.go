@@ -1,0 +1,79 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func sliceUpdates(n float64) writeCount {
+	return writeCount{writeKey{consumerCluster, "EndpointSlice", "update", "success"}, n}
+}
+
+func TestWritesVerdict(t *testing.T) {
+	lease := writeCount{writeKey{providerCluster, "Lease", "update", "success"}, 12}
+	tests := []struct {
+		name   string
+		writes []writeCount
+		want   string
+	}{
+		{"one update per change, Leases aside", []writeCount{lease, sliceUpdates(200)}, "exactly one EndpointSlice update in member2 per change (200), nothing else. Target met."},
+		{"two per change", []writeCount{sliceUpdates(400)}, "400 EndpointSlice updates for 200 changes (2.00 per change). Target not met."},
+		{"none", nil, "0 EndpointSlice updates for 200 changes (0.00 per change). Target not met."},
+		{"more than slices", []writeCount{sliceUpdates(200), {writeKey{"hub", "MultiClusterService", "update", "success"}, 200}},
+			"1.00 EndpointSlice updates per change, and more: 200 hub MultiClusterService update (success). Target not met."},
+		{"failed updates", []writeCount{sliceUpdates(200), {writeKey{consumerCluster, "EndpointSlice", "update", "error"}, 3}},
+			"1.00 EndpointSlice updates per change, and more: 3 member2 EndpointSlice update (error). Target not met."},
+	}
+	for _, tt := range tests {
+		if got := writesVerdict(&phase{changes: 200, writes: tt.writes}); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		var out []time.Duration
+		for _, v := range vs {
+			out = append(out, time.Duration(v)*time.Millisecond)
+		}
+		return out
+	}
+	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
+	r := &results{
+		opts:    options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}},
+		started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+		load:    "1.00 2.00 3.00",
+		objects: objectCounts{total: 6, written: 6, took: 2 * time.Second},
+		initial: &phase{name: "initial sync", changes: 2, took: 1500 * time.Millisecond, writes: []writeCount{{writeKey{"hub", "MultiClusterService", "update", "success"}, 4}}},
+		single: &phase{name: "single changes", changes: 2, seen: ms(20, 40), answered: ms(30, 600), writes: []writeCount{sliceUpdates(2)},
+			timings: []timing{{"mcs_propagation_seconds", prop}, {`mcs_sync_svc_duration_seconds{result="success"}`, prop}, {`mcs_sync_svc_duration_seconds{result="error"}`, prop}}},
+		burst:            &phase{name: "burst", changes: 2, seen: ms(50, 60), answered: ms(70, 80), took: 90 * time.Millisecond, acked: 10 * time.Millisecond, writes: []writeCount{sliceUpdates(3)}},
+		controllerErrors: []string{"E1122 sync failed"},
+		elapsed:          time.Minute,
+	}
+	got := r.markdown()
+	for _, want := range []string{
+		"2026-11-22 10:00 UTC",
+		"load average 1.00 2.00 3.00 at the start (a machine shared with other work)",
+		"flags: defaults but `--workers=8`",
+		"| one change at a time → imported slice seen in member2 (watch) | 2 | 20.0 ms | 40.0 ms | 40.0 ms | p50 ≤ 100 ms, p99 ≤ 500 ms | yes |",
+		"| one change at a time → member2's coredns-mcs answers the new address | 2 | 30.0 ms | 600.0 ms | 600.0 ms | p50 ≤ 100 ms, p99 ≤ 500 ms | no |",
+		"| burst of 2 → new answer, per service | 2 | 70.0 ms | 80.0 ms | 80.0 ms | | |\n",
+		"| burst of 2: first update sent → last one acknowledged (the benchmark's own writes) | | | | 10.0 ms | | |",
+		"| burst of 2: first update sent → every answer new | | | | 90.0 ms | | |",
+		"| initial sync of 2 services: controller started → every answer there | | | | 1500.0 ms | | |",
+		"| initial sync | hub | MultiClusterService | update | success | 4 | 2.00 |",
+		"| single changes | member2 | EndpointSlice | update | success | 2 | 1.00 |",
+		"- single changes: exactly one EndpointSlice update in member2 per change (2), nothing else. Target met. 2.00 syncs per change.",
+		"- burst: 3 EndpointSlice updates for 2 changes (1.50 per change). Target not met. 0.00 syncs per change.",
+		"| single changes | `mcs_propagation_seconds` | 2 | 1.2 ms | 1.0 ms | 2.0 ms |",
+		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
+		"Whole run: 1m0s.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
