@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -106,7 +107,7 @@ func New(opts Options) *Controller {
 func (c *Controller) Handlers() members.Handlers {
 	return members.Handlers{
 		Services: func(_ string, obj any) { c.serviceEvent(obj) },
-		Slices:   func(_ string, obj any) { c.sliceEvent(obj) },
+		Slices:   c.sliceEvent,
 		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Changed:  func(string) { c.enqueueAll() },
@@ -245,13 +246,16 @@ func (c *Controller) serviceEvent(obj any) {
 	c.enqueueRelevant(obj)
 }
 
-func (c *Controller) sliceEvent(obj any) {
+func (c *Controller) sliceEvent(cluster string, obj any) {
 	a, ok := metaOf(obj)
 	if !ok {
 		return
 	}
 	if a.labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
-		if svc := a.labels[mcsv1b1.LabelServiceName]; svc != "" {
+		// Someone else's change to an imported slice is undone by a sync;
+		// the echo of the controller's own write needs none.
+		svc := a.labels[mcsv1b1.LabelServiceName]
+		if o, ok := obj.(metav1.Object); svc != "" && (!ok || !c.track.echo(trackKey{cluster, "EndpointSlice", a.namespace, a.name}, o)) {
 			c.enqueue(a.namespace, svc)
 		}
 		return

@@ -54,17 +54,26 @@ func (c *Controller) report(ctx context.Context, mcs *v1alpha1.MultiClusterServi
 	}
 	upd := mcs.DeepCopy()
 	changed := false
+	var news []metav1.Condition
 	for _, cond := range conditions(mcs, plan, out) {
 		cond.ObservedGeneration = mcs.Generation
-		if meta.SetStatusCondition(&upd.Status.Conditions, cond) {
-			changed = true
-			c.event(mcs, cond)
+		if was := meta.FindStatusCondition(mcs.Status.Conditions, cond.Type); was == nil || was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message {
+			news = append(news, cond)
 		}
+		changed = meta.SetStatusCondition(&upd.Status.Conditions, cond) || changed
 	}
 	if !changed {
 		return nil
 	}
-	return c.updateMCS(ctx, upd, true)
+	if err := c.updateMCS(ctx, upd, true); err != nil {
+		return err // retried with its events
+	}
+	// Events say what changed, once: not for a new generation alone, and
+	// not again when a conflicting write is retried.
+	for _, cond := range news {
+		c.event(mcs, cond)
+	}
+	return nil
 }
 
 func (c *Controller) event(mcs *v1alpha1.MultiClusterService, cond metav1.Condition) {

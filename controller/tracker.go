@@ -94,3 +94,12 @@ func newerOrSame(a, b metav1.Object) bool {
 	}
 	return a.GetUID() != b.GetUID() || ra >= rb
 }
+
+// echo reports whether obj is what this controller last wrote under k: the
+// informer delivering the controller's own write, which needs no sync.
+func (t *tracker) echo(k trackKey, obj metav1.Object) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, ok := t.objs[k]
+	return ok && w.obj != nil && w.obj.GetUID() == obj.GetUID() && w.obj.GetResourceVersion() == obj.GetResourceVersion()
+}

@@ -57,3 +57,29 @@ func TestTrackerSweeps(t *testing.T) {
 		t.Errorf("%d entries, want the fresh one", len(tr.objs))
 	}
 }
+
+func TestTrackerEcho(t *testing.T) {
+	tr := newTracker()
+	k := trackKey{cluster: "m2", kind: "EndpointSlice", namespace: "ns", name: "imported-m1-foo"}
+	written := object("a", "10")
+	if tr.echo(k, written) {
+		t.Error("nothing written: an echo")
+	}
+	tr.wrote(k, written)
+	for _, tc := range []struct {
+		obj  *corev1.Service
+		echo bool
+	}{
+		{object("a", "10"), true},  // the write itself
+		{object("a", "11"), false}, // someone's change after it
+		{object("b", "10"), false}, // another object of that name
+	} {
+		if got := tr.echo(k, tc.obj); got != tc.echo {
+			t.Errorf("echo(%s, rv %s) = %t, want %t", tc.obj.UID, tc.obj.ResourceVersion, got, tc.echo)
+		}
+	}
+	tr.deleted(k, "a")
+	if tr.echo(k, written) {
+		t.Error("deleted: the last write's copy is no echo")
+	}
+}

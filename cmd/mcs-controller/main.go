@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
+	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
 
@@ -56,7 +57,7 @@ func parseFlags() *flags {
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
-	fs.IntVar(&f.workers, "workers", 4, "services synced in parallel")
+	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")
 	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes)")
 	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each cluster's API server")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease on the hub")

@@ -59,7 +59,13 @@ func (r *Renewer) renewAll(ctx context.Context) {
 		}
 		wg.Go(func() {
 			for _, p := range healthy {
-				if err := r.renew(ctx, c, p); err != nil {
+				err := r.renew(ctx, c, p)
+				switch {
+				case apierrors.IsConflict(err):
+					// Another writer renewed it (a controller handing over
+					// the lead): it is read again next time.
+					klog.V(2).InfoS("Lease renewed by another writer", "cluster", c.Name, "lease", api.LeasePrefix+p)
+				case err != nil:
 					klog.ErrorS(err, "Cannot renew Lease", "cluster", c.Name, "lease", api.LeasePrefix+p)
 				}
 			}
