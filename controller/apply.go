@@ -25,12 +25,18 @@ import (
 // managed-by label are changed or deleted; anything else in the way is
 // reported and left alone.
 func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
-	if !m.Synced() {
-		if plan.Consumes(m.Name) || plan.Propagate[m.Name] != nil {
+	// A member that does not answer is reported, and not written to: a
+	// write would only wait for its time-out. It is synced again when it
+	// answers; what it provided stays imported meanwhile.
+	if ok, _ := m.Reachable(); !ok || !m.Synced() {
+		if plan.TakesPart(m.Name) {
 			out.cannotReach(m.Name, m.Err())
 		}
 		return
 	}
+	// A member that hangs holds this worker for applyTimeout at most.
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
 	w := &writer{c: c, m: m, namespace: namespace}
 	if err := w.propagate(ctx, name, plan.Propagate[m.Name]); err != nil {
 		out.propagateFailed(m.Name, err)
@@ -51,6 +57,11 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 		out.applyFailed(m.Name, err)
 	}
 }
+
+// applyTimeout bounds the writes of one service into one member: far above
+// what a healthy API server takes, short enough that a hung member does
+// not hold the workers for long. The sync is retried with back-off.
+const applyTimeout = 15 * time.Second
 
 // writer writes one service's objects into one member.
 type writer struct {

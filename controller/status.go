@@ -214,9 +214,11 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 			continue
 		}
 		w := &writer{c: c, m: m, namespace: namespace}
-		if err := w.writeExportStatus(ctx, upd); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
+		if err := w.writeExportStatus(wctx, upd); err != nil {
 			out.applyFailed(m.Name, err)
 		}
+		cancel()
 	}
 }
 

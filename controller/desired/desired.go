@@ -93,6 +93,12 @@ type Conflict struct {
 // Consumes reports whether cluster is a consumption cluster.
 func (p *Plan) Consumes(cluster string) bool { return slices.Contains(p.Consumption, cluster) }
 
+// TakesPart reports whether cluster provides or consumes the service, or
+// gets the hub's Service.
+func (p *Plan) TakesPart(cluster string) bool {
+	return p.Consumes(cluster) || slices.Contains(p.Provision, cluster) || p.Propagate[cluster] != nil
+}
+
 // IsUnknown reports whether cluster's caches have not synced.
 func (p *Plan) IsUnknown(cluster string) bool { return slices.Contains(p.Unknown, cluster) }
 

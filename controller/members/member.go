@@ -70,6 +70,7 @@ type Member struct {
 	started   bool
 	probed    bool // once probed, reachable says how it went
 	reachable bool
+	failures  int // probes failed in a row
 	lastErr   error
 	// retiring: deregistered while reachable; it neither provides nor
 	// consumes, and stays until what the controller wrote in it is gone.
@@ -197,6 +198,11 @@ func (m *Member) stop() {
 	}
 }
 
+// failureThreshold is how many probes in a row must fail before a member
+// that answered counts as unreachable: an API server under load can fail
+// one readiness check while it serves.
+const failureThreshold = 2
+
 // probe checks that the member's API server is ready; the first success
 // starts the informers. Transitions are logged and reported to h.Changed.
 func (m *Member) probe(ctx context.Context, h Handlers) {
@@ -211,18 +217,23 @@ func (m *Member) probe(ctx context.Context, h Handlers) {
 	}
 	m.mu.Lock()
 	was := m.reachable
-	m.reachable, m.lastErr, m.probed = err == nil, err, true
+	m.failures++
+	if err == nil {
+		m.failures = 0
+	}
+	m.reachable, m.lastErr, m.probed = err == nil || (was && m.failures < failureThreshold), err, true
+	now, failures := m.reachable, m.failures
 	m.mu.Unlock()
-	reachable.WithLabelValues(m.Name).Set(boolGauge(err == nil))
+	reachable.WithLabelValues(m.Name).Set(boolGauge(now))
 	switch {
-	case err != nil && was:
+	case was && !now:
 		klog.ErrorS(err, "Member became unreachable", "cluster", m.Name, "source", m.Source)
-	case err != nil && !was:
-		klog.V(2).ErrorS(err, "Member still unreachable", "cluster", m.Name, "source", m.Source)
-	case err == nil && !was:
+	case err != nil:
+		klog.V(2).ErrorS(err, "Member failed a probe", "cluster", m.Name, "source", m.Source, "inARow", failures)
+	case !was:
 		klog.InfoS("Member reachable", "cluster", m.Name, "source", m.Source)
 	}
-	if was != (err == nil) && h.Changed != nil {
+	if was != now && h.Changed != nil {
 		h.Changed(m.Name)
 	}
 }
