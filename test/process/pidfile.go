@@ -30,35 +30,62 @@ func (p *Process) WritePIDFile(path string) error {
 // in path leads, if it still runs: SIGTERM, then SIGKILL after grace. It
 // removes the file; without one there is nothing to stop.
 func StopPIDFile(path string, grace time.Duration) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	r, found, err := readPIDFile(path)
+	if !found || err != nil {
 		return err
 	}
-	var pid int
-	var start uint64
-	if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	alive := func() bool {
-		s, err := startTime(pid)
-		return err == nil && s == start
-	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		if !alive() {
+		if !r.alive() {
 			break
 		}
-		_ = syscall.Kill(-pid, sig)
-		for deadline := time.Now().Add(grace); alive() && time.Now().Before(deadline); {
+		_ = syscall.Kill(-r.pid, sig)
+		for deadline := time.Now().Add(grace); r.alive() && time.Now().Before(deadline); {
 			time.Sleep(pollEvery)
 		}
 	}
-	if alive() {
-		return fmt.Errorf("pid %d of %s still runs after SIGKILL", pid, path)
+	if r.alive() {
+		return fmt.Errorf("pid %d of %s still runs after SIGKILL", r.pid, path)
 	}
 	return os.Remove(path)
+}
+
+// SignalPIDFile sends sig to the process group that the process recorded
+// in path leads: SIGSTOP and SIGCONT freeze and thaw a lab component, as a
+// hung or cut-off server would be.
+func SignalPIDFile(path string, sig syscall.Signal) error {
+	r, found, err := readPIDFile(path)
+	switch {
+	case err != nil:
+		return err
+	case !found || !r.alive():
+		return fmt.Errorf("%s: no running process", path)
+	}
+	return syscall.Kill(-r.pid, sig)
+}
+
+// pidRecord is a pid file's content.
+type pidRecord struct {
+	pid   int
+	start uint64
+}
+
+func (r pidRecord) alive() bool {
+	s, err := startTime(r.pid)
+	return err == nil && s == r.start
+}
+
+func readPIDFile(path string) (r pidRecord, found bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, err
+	}
+	if _, err := fmt.Sscanf(string(data), "%d %d", &r.pid, &r.start); err != nil {
+		return r, true, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, true, nil
 }
 
 // startTime reads the start time of pid from /proc; a process that has
