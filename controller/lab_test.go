@@ -408,11 +408,7 @@ func TestSecretMembers(t *testing.T) {
 		labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
 		labtest.MultiClusterService(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member9"}))
 	for _, c := range []string{m1, m2} {
-		kubeconfig, err := os.ReadFile(l.KubeconfigOf(t, c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Apply(t, labtest.Hub, memberSecret(ns, c, kubeconfig))
+		register(t, ns, c, l.KubeconfigOf(t, c))
 	}
 	l.Apply(t, labtest.Hub, memberSecret(ns, "member9", []byte("clusters: [not a kubeconfig")))
 
@@ -439,6 +435,17 @@ func TestSecretMembers(t *testing.T) {
 	})
 }
 
+// register registers cluster with the kubeconfig file as a Secret in the
+// controller's namespace ns on the hub.
+func register(t *testing.T, ns, cluster, kubeconfig string) {
+	t.Helper()
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labtest.Get(t).Apply(t, labtest.Hub, memberSecret(ns, cluster, data))
+}
+
 // memberSecret registers cluster with its kubeconfig, as an operator does.
 func memberSecret(ns, cluster string, kubeconfig []byte) *corev1.Secret {
 	return &corev1.Secret{
@@ -455,13 +462,8 @@ func TestForbiddenNamespace(t *testing.T) {
 	allowed, denied := l.Namespace(t), l.Namespace(t)
 	writerIn(t, m2, allowed, "mcs-controller")
 	start(t, "", allowed, denied)
-	for c, kubeconfig := range map[string]string{m1: l.KubeconfigOf(t, m1), m2: l.TokenKubeconfig(t, m2, allowed, "mcs-controller")} {
-		data, err := os.ReadFile(kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Apply(t, labtest.Hub, memberSecret(allowed, c, data))
-	}
+	register(t, allowed, m1, l.KubeconfigOf(t, m1))
+	register(t, allowed, m2, l.TokenKubeconfig(t, m2, allowed, "mcs-controller"))
 	for _, ns := range []string{allowed, denied} {
 		workload(t, m1, ns, "foo", 1, false)
 		l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
@@ -542,15 +544,8 @@ func TestMembersComeAndGo(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
 	start(t, "", ns)
-	register := func(c string) {
-		data, err := os.ReadFile(l.KubeconfigOf(t, c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Apply(t, labtest.Hub, memberSecret(ns, c, data))
-	}
-	register(m1)
-	register(m2)
+	register(t, ns, m1, l.KubeconfigOf(t, m1))
+	register(t, ns, m2, l.KubeconfigOf(t, m2))
 	workload(t, m1, ns, "foo", 1, false)
 	workload(t, m3, ns, "foo", 1, false)
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, nil, nil))
@@ -567,7 +562,7 @@ func TestMembersComeAndGo(t *testing.T) {
 	ips1, ips3 := readyIPsNow(t, m1, ns, "foo", 1), readyIPsNow(t, m3, ns, "foo", 1)
 	labtest.Eventually(t, wait, imports(map[string]map[string][]string{m1: {m1: ips1}, m2: {m1: ips1}, m3: {}}))
 
-	register(m3)
+	register(t, ns, m3, l.KubeconfigOf(t, m3))
 	both := map[string][]string{m1: ips1, m3: ips3}
 	labtest.Eventually(t, wait, imports(map[string]map[string][]string{m1: both, m2: both, m3: both}))
 
