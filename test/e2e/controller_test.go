@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -334,12 +331,7 @@ func leading(t *testing.T, replicas []*controller) int {
 // Leases it renews on a clock.
 func (c *controller) writes(t *testing.T) map[string]float64 {
 	t.Helper()
-	_, body, err := process.HTTPGet(t.Context(), c.metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	families, err := process.Scrape(t.Context(), c.metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
@@ -49,24 +46,11 @@ func (p *coredns) scrape(t *testing.T) metrics {
 
 func (p *coredns) metrics(ctx context.Context) (metrics, error) { return getMetrics(ctx, p.metricsURL) }
 
-// getMetrics reads a /metrics page.
+// getMetrics reads a /metrics page into samples by series. Histograms and
+// summaries give their _sum and _count (the tests read neither buckets nor
+// quantiles).
 func getMetrics(ctx context.Context, url string) (metrics, error) {
-	code, body, err := process.HTTPGet(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d", url, code)
-	}
-	return parseMetrics(body)
-}
-
-// parseMetrics reads the Prometheus text format into samples by series.
-// Histograms and summaries give their _sum and _count (the tests read
-// neither buckets nor quantiles).
-func parseMetrics(text string) (metrics, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	families, err := process.Scrape(ctx, url)
 	if err != nil {
 		return nil, err
 	}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
@@ -60,24 +57,24 @@ type scrape struct {
 }
 
 func fetchMetrics(ctx context.Context, url string) (*scrape, error) {
-	code, body, err := process.HTTPGet(ctx, url)
+	families, err := process.Scrape(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d", url, code)
-	}
-	return parseMetrics(body)
+	return fromFamilies(families), nil
 }
 
 // parseMetrics reads mcs_writes_total and the timing histograms from the
 // Prometheus text format.
 func parseMetrics(text string) (*scrape, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	families, err := process.ParseMetrics(text)
 	if err != nil {
-		return nil, fmt.Errorf("parsing metrics: %w", err)
+		return nil, err
 	}
+	return fromFamilies(families), nil
+}
+
+func fromFamilies(families map[string]*dto.MetricFamily) *scrape {
 	s := &scrape{writes: map[writeKey]float64{}, histograms: map[string]histogram{}}
 	if f := families[writesMetric]; f != nil {
 		for _, m := range f.GetMetric() {
@@ -94,7 +91,7 @@ func parseMetrics(text string) (*scrape, error) {
 			s.histograms[series(name, m)] = toHistogram(m.GetHistogram())
 		}
 	}
-	return s, nil
+	return s
 }
 
 func labels(m *dto.Metric) map[string]string {
