@@ -49,21 +49,7 @@ func TestProviderDown(t *testing.T) {
 
 	thaw := l.Freeze(t, m1, "kube-apiserver")
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, ips3...)))
-	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		u, err := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, "foo", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		m := &v1alpha1.MultiClusterService{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceCollected)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ClusterUnreachable" || !strings.Contains(c.Message, m1) {
-			return fmt.Errorf("EndpointSliceCollected is %+v, want ClusterUnreachable naming %s", c, m1)
-		}
-		return nil
-	})
+	unreachable(t, ns, "foo", v1alpha1.EndpointSliceCollected, m1)
 	if got := importedSlices(t, ns, "foo"); !slices.Equal(got, before) {
 		t.Errorf("member2's imported slices while member1 is away: %v, want %v as before", got, before)
 	}
@@ -80,8 +66,9 @@ func TestProviderDown(t *testing.T) {
 }
 
 // A consumption cluster's API server hangs (member2's, frozen) while foo
-// changes in member1: member2's coredns-mcs answers from what it last saw
-// meanwhile, and member2 converges once it answers again.
+// changes in member1: the MultiClusterService says member2 is unreachable,
+// member2's coredns-mcs answers from what it last saw meanwhile, and
+// member2 converges once it answers again.
 func TestConsumerDown(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
@@ -96,10 +83,33 @@ func TestConsumerDown(t *testing.T) {
 	thaw := l.Freeze(t, m2, "kube-apiserver")
 	l.Workload(t, m1, ns, "foo", 2, false)
 	now := readyIPs(t, m1, ns, "foo", 2)
+	unreachable(t, ns, "foo", v1alpha1.EndpointSliceApplied, m2)
 	endpoints.expect(t, name, dns.TypeA, answer(endpoints.addrs(name, old...)))
 
 	thaw()
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, now...)))
+}
+
+// unreachable waits until the MultiClusterService's condition says that
+// cluster cannot be reached.
+func unreachable(t *testing.T, ns, name, condition, cluster string) {
+	t.Helper()
+	l := labtest.Get(t)
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		u, err := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		m := &v1alpha1.MultiClusterService{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, condition)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ClusterUnreachable" || !strings.Contains(c.Message, cluster) {
+			return fmt.Errorf("%s is %+v, want ClusterUnreachable naming %s", condition, c, cluster)
+		}
+		return nil
+	})
 }
 
 // importedSlices names member2's imported slices of service name.
