@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -296,14 +297,15 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 	owner := w.importOwner(imp)
 	want := map[string]bool{}
 	wrote := false
+	// One slice that cannot be written (a user's in the way) holds up
+	// none of the others.
+	var errs []error
 	for _, d := range plan.Slices {
 		want[d.Name] = true
 		s := d.DeepCopy()
 		s.OwnerReferences = owner
 		changed, err := w.applySlice(ctx, s)
-		if err != nil {
-			return err
-		}
+		errs = append(errs, err)
 		wrote = wrote || changed
 	}
 	for _, have := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
@@ -311,15 +313,14 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 		if have == nil || want[have.Name] || plan.IsUnknown(have.Labels[mcsv1b1.LabelSourceCluster]) {
 			continue
 		}
-		if err := w.deleteSlice(ctx, have); err != nil {
-			return err
-		}
-		wrote = true
+		err := w.deleteSlice(ctx, have)
+		errs = append(errs, err)
+		wrote = wrote || err == nil
 	}
 	if wrote && !seen.IsZero() {
 		propagation.Observe(time.Since(seen).Seconds())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (w *writer) slice(name string) *discoveryv1.EndpointSlice {

@@ -607,17 +607,17 @@ func TestOddSlices(t *testing.T) {
 	svc.Spec.Selector = nil // its slices are the test's
 	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}
 	odd := []*discoveryv1.EndpointSlice{
-		sourceSlice(ns, "empty", discoveryv1.AddressTypeIPv4, port),
-		sourceSlice(ns, "v6", discoveryv1.AddressTypeIPv6, port, "fd00:10::1", "fd00:10::2"),
-		sourceSlice(ns, "noports", discoveryv1.AddressTypeIPv4, nil, "10.10.200.1"),
-		sourceSlice(ns, "fqdn", discoveryv1.AddressTypeFQDN, port, "db.example.org"),
+		sourceSlice(ns, "odd", "empty", discoveryv1.AddressTypeIPv4, port),
+		sourceSlice(ns, "odd", "v6", discoveryv1.AddressTypeIPv6, port, "fd00:10::1", "fd00:10::2"),
+		sourceSlice(ns, "odd", "noports", discoveryv1.AddressTypeIPv4, nil, "10.10.200.1"),
+		sourceSlice(ns, "odd", "fqdn", discoveryv1.AddressTypeFQDN, port, "db.example.org"),
 	}
 	for i := range 3 {
 		var addrs []string
 		for j := range 400 {
 			addrs = append(addrs, fmt.Sprintf("10.10.%d.%d", 201+2*i+j/250, j%250+1))
 		}
-		odd = append(odd, sourceSlice(ns, fmt.Sprintf("many-%d", i), discoveryv1.AddressTypeIPv4, port, addrs...))
+		odd = append(odd, sourceSlice(ns, "odd", fmt.Sprintf("many-%d", i), discoveryv1.AddressTypeIPv4, port, addrs...))
 	}
 	objs := []runtime.Object{svc}
 	for _, s := range odd {
@@ -655,12 +655,12 @@ func TestOddSlices(t *testing.T) {
 	})
 }
 
-// sourceSlice is a slice of Service odd, as an EndpointSlice controller of
+// sourceSlice is a slice of Service svc, as an EndpointSlice controller of
 // another kind than kube-controller-manager's might write it.
-func sourceSlice(ns, name string, typ discoveryv1.AddressType, ports []discoveryv1.EndpointPort, addrs ...string) *discoveryv1.EndpointSlice {
+func sourceSlice(ns, svc, name string, typ discoveryv1.AddressType, ports []discoveryv1.EndpointPort, addrs ...string) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			discoveryv1.LabelServiceName: "odd", discoveryv1.LabelManagedBy: "lab-test",
+			discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "lab-test",
 		}},
 		AddressType: typ,
 		Ports:       ports,
@@ -669,4 +669,52 @@ func sourceSlice(ns, name string, typ discoveryv1.AddressType, ports []discovery
 		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
 	return s
+}
+
+// A user's EndpointSlice with the name an imported slice would have: it is
+// left as it is, named in EndpointSliceApplied and a Warning Event, and the
+// service's other slice, its ServiceImport and derived Service are synced.
+func TestUsersSliceInTheWay(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub, m1, m2)
+	run(t, ns)
+	svc := labtest.Service(ns, "foo", false)
+	svc.Spec.Selector = nil
+	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}
+	l.Apply(t, m1, svc,
+		sourceSlice(ns, "foo", "a", discoveryv1.AddressTypeIPv4, port, "10.10.210.1"),
+		sourceSlice(ns, "foo", "b", discoveryv1.AddressTypeIPv4, port, "10.10.210.2"))
+	mine := sourceSlice(ns, "mine", "imported-"+m1+"-a", discoveryv1.AddressTypeIPv4, port, "10.12.210.1")
+	l.Apply(t, m2, mine)
+	before, err := l.Client(t, m2).DiscoveryV1().EndpointSlices(ns).Get(t.Context(), mine.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: {"10.10.210.2"}}); err != nil {
+			return err
+		}
+		if _, err := l.Client(t, m2).CoreV1().Services(ns).Get(ctx, api.DerivedPrefix+"foo", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		m, err := getMCS(ctx, t, ns, "foo")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || !contains(c.Message, m2+": ", mine.Name, "not managed") {
+			return fmt.Errorf("EndpointSliceApplied is %+v, want False naming member2 and %s", c, mine.Name)
+		}
+		events, err := l.Client(t, labtest.Hub).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=foo,type=Warning"})
+		if err != nil || len(events.Items) == 0 {
+			return fmt.Errorf("no Warning event for foo: %v", err)
+		}
+		return nil
+	})
+	after, err := l.Client(t, m2).DiscoveryV1().EndpointSlices(ns).Get(t.Context(), mine.Name, metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the user's EndpointSlice %s: %v, resourceVersion %s → %s; want it untouched", mine.Name, err, before.ResourceVersion, after.ResourceVersion)
+	}
 }

@@ -124,7 +124,8 @@ func (o *outcome) propagateFailed(cluster string, err error) {
 }
 
 func (o *outcome) applyFailed(cluster string, err error) {
-	o.applyErrs = append(o.applyErrs, cluster+": "+err.Error())
+	// Joined errors, one a line, make one line of a condition's message.
+	o.applyErrs = append(o.applyErrs, cluster+": "+strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 func (o *outcome) err() error {
