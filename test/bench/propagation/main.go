@@ -155,8 +155,18 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	if res.single, err = b.singleChanges(ctx); err != nil {
 		return fmt.Errorf("single changes: %w", err)
 	}
+	res.rssInitial, err = procs.controllerRSS()
+	if err != nil {
+		return fmt.Errorf("controller memory: %w", err)
+	}
 	if res.burst, err = b.burst(ctx); err != nil {
 		return fmt.Errorf("burst: %w", err)
+	}
+	if res.rssBurst, err = procs.controllerRSS(); err != nil {
+		return fmt.Errorf("controller memory: %w", err)
+	}
+	if res.restart, err = b.restart(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
 	}
 	return nil
 }

@@ -67,6 +67,41 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 	return p, nil
 }
 
+// restart stops the controller and starts it over the unchanged world, as
+// a rollout does, and counts what it writes until it has synced every
+// service once and is quiet (target: nothing but Leases).
+func (b *bench) restart(ctx context.Context) (*phase, error) {
+	p := &phase{name: "restart", changes: b.w.opts.services}
+	log.Printf("restarting the controller over the unchanged world")
+	if err := b.procs.restartController(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
+	defer cancel()
+	for {
+		s, err := b.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if s.synced() >= uint64(p.changes) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%d of %d services synced after the restart: %w", s.synced(), p.changes, ctx.Err())
+		case <-time.After(scrapeEvery):
+		}
+	}
+	p.took = time.Since(b.procs.controllerStarted)
+	after, err := b.settle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.writes, p.timings = after.since(&scrape{}), after.timingsSince(&scrape{})
+	log.Printf("restarted controller synced every service in %s", p.took.Round(time.Millisecond))
+	return p, nil
+}
+
 // singleChanges makes -changes changes one at a time, round-robin over the
 // services, and times each from the acknowledgement of the source update;
 // the watch and DNS polling run side by side.

@@ -144,6 +144,17 @@ func (s *scrape) since(before *scrape) []writeCount {
 
 // isLease tells apart the Lease writes, which the controller makes on a
 // clock whatever changes, from the rest.
+// synced counts the syncs of services the controller made.
+func (s *scrape) synced() uint64 {
+	var n uint64
+	for series, h := range s.histograms {
+		if strings.HasPrefix(series, "mcs_sync_svc_duration_seconds") {
+			n += h.count
+		}
+	}
+	return n
+}
+
 func isLease(w writeCount) bool { return w.kind == "Lease" }
 
 // timingsSince is what each timing histogram observed between before and

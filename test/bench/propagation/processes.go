@@ -30,6 +30,7 @@ type processes struct {
 	dir  string // kubeconfigs, Corefile, logs
 
 	controller, coredns          *process.Process
+	controllerArgs               []string
 	httpPort, dnsPort, readyPort int
 	controllerStarted            time.Time
 }
@@ -50,7 +51,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 		return err
 	}
 	p.httpPort, p.dnsPort, p.readyPort = ports[0], ports[1], ports[2]
-	args := append([]string{
+	p.controllerArgs = append([]string{
 		"--kubeconfig", hubKubeconfig,
 		"--clusters-kubeconfig", membersKubeconfig,
 		"--watch-namespaces", w.opts.namespace,
@@ -58,13 +59,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 		"--leader-elect=false",
 		"--http-address", p.hostPort(p.httpPort),
 	}, p.opts.controllerArgs...)
-	p.controller, err = process.Start(process.Config{Name: "mcs-controller", Binary: p.opts.controller, Args: args, Log: filepath.Join(p.dir, "controller.log")})
-	if err != nil {
-		return err
-	}
-	p.controllerStarted = p.controller.Started()
-	log.Printf("started mcs-controller (pid %d, log %s)", p.controller.Pid(), p.controller.Log())
-	if err := p.controller.WaitFor(ctx, readyTimeout, process.HTTPOK(p.url("/readyz"))); err != nil {
+	if err := p.startController(ctx, "controller.log"); err != nil {
 		return err
 	}
 	corefile := filepath.Join(p.dir, "Corefile")
@@ -77,6 +72,43 @@ func (p *processes) start(ctx context.Context, w *world) error {
 	}
 	log.Printf("started coredns-mcs for %s (pid %d, dns %s, log %s)", consumerCluster, p.coredns.Pid(), p.dnsAddr(), p.coredns.Log())
 	return p.coredns.WaitFor(ctx, readyTimeout, process.CoreDNSReady(p.dnsAddr(), fmt.Sprintf("http://%s/ready", p.hostPort(p.readyPort))))
+}
+
+// startController starts mcs-controller with its output in logFile, and waits
+// until it is ready.
+func (p *processes) startController(ctx context.Context, logFile string) error {
+	var err error
+	p.controller, err = process.Start(process.Config{Name: "mcs-controller", Binary: p.opts.controller, Args: p.controllerArgs, Log: filepath.Join(p.dir, logFile)})
+	if err != nil {
+		return err
+	}
+	p.controllerStarted = p.controller.Started()
+	log.Printf("started mcs-controller (pid %d, log %s)", p.controller.Pid(), p.controller.Log())
+	return p.controller.WaitFor(ctx, readyTimeout, process.HTTPOK(p.url("/readyz")))
+}
+
+// restartController stops mcs-controller (SIGTERM, as a rollout does) and
+// starts it again with the same flags.
+func (p *processes) restartController(ctx context.Context) error {
+	if err := p.controller.Stop(process.StopGrace); err != nil {
+		return err
+	}
+	return p.startController(ctx, "controller-restarted.log")
+}
+
+// controllerRSS is the controller's resident memory now, from /proc.
+func (p *processes) controllerRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.controller.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", p.controller.Pid())
 }
 
 // kubeconfig writes a copy of the lab's kubeconfig with only the contexts

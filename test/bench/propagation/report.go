@@ -24,8 +24,11 @@ type results struct {
 	elapsed time.Duration
 	objects objectCounts
 
-	initial, single, burst *phase
-	controllerErrors       []string // error lines of the controller's log
+	initial, single, burst, restart *phase
+	// The controller's resident memory after the initial sync and after
+	// the burst.
+	rssInitial, rssBurst int64
+	controllerErrors     []string // error lines of the controller's log
 }
 
 // write prints the report to out and saves it to path.
@@ -94,7 +97,7 @@ func (r *results) latencyTable(b *strings.Builder) {
 	fmt.Fprintf(b, "| initial sync of %d services: controller started → every answer there | | | | %s | | |\n", r.initial.changes, ms(r.initial.took))
 }
 
-func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst} }
+func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst, r.restart} }
 
 func (r *results) writesTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update in %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", consumerCluster)
@@ -108,7 +111,25 @@ func (r *results) writesTable(b *strings.Builder) {
 	for _, p := range []*phase{r.single, r.burst} {
 		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p), p.syncs()/float64(p.changes))
 	}
+	fmt.Fprintf(b, "- restart over the unchanged world: %s Every service synced %s after the restart.\n", restartVerdict(r.restart), r.restart.took.Round(time.Millisecond))
+	fmt.Fprintf(b, "- the controller's resident memory (VmRSS): %.1f MiB after the initial sync, %.1f MiB after the burst.\n", mib(r.rssInitial), mib(r.rssBurst))
 }
+
+// restartVerdict says whether a restart wrote nothing but Leases.
+func restartVerdict(p *phase) string {
+	var other []string
+	for _, w := range p.writes {
+		if !isLease(w) {
+			other = append(other, fmt.Sprintf("%.0f %s %s %s (%s)", w.n, w.cluster, w.kind, w.verb, w.result))
+		}
+	}
+	if len(other) > 0 {
+		return "wrote " + strings.Join(other, ", ") + ". Target (no write) not met."
+	}
+	return "no write but Leases. Target met."
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // syncs counts the controller's syncs during the phase.
 func (p *phase) syncs() float64 {

@@ -32,6 +32,17 @@ func TestWritesVerdict(t *testing.T) {
 	}
 }
 
+func TestRestartVerdict(t *testing.T) {
+	lease := writeCount{writeKey{consumerCluster, "Lease", "update", "success"}, 4}
+	if got, want := restartVerdict(&phase{writes: []writeCount{lease}}), "no write but Leases. Target met."; got != want {
+		t.Errorf("Leases alone: %q, want %q", got, want)
+	}
+	status := writeCount{writeKey{"hub", "MultiClusterService", "update-status", "success"}, 2}
+	if got, want := restartVerdict(&phase{writes: []writeCount{lease, status}}), "wrote 2 hub MultiClusterService update-status (success). Target (no write) not met."; got != want {
+		t.Errorf("a status write: %q, want %q", got, want)
+	}
+}
+
 func TestMarkdown(t *testing.T) {
 	ms := func(vs ...int) []time.Duration {
 		var out []time.Duration
@@ -50,6 +61,9 @@ func TestMarkdown(t *testing.T) {
 		single: &phase{name: "single changes", changes: 2, seen: ms(20, 40), answered: ms(30, 600), writes: []writeCount{sliceUpdates(2)},
 			timings: []timing{{"mcs_propagation_seconds", prop}, {`mcs_sync_svc_duration_seconds{result="success"}`, prop}, {`mcs_sync_svc_duration_seconds{result="error"}`, prop}}},
 		burst:            &phase{name: "burst", changes: 2, seen: ms(50, 60), answered: ms(70, 80), took: 90 * time.Millisecond, acked: 10 * time.Millisecond, writes: []writeCount{sliceUpdates(3)}},
+		restart:          &phase{name: "restart", changes: 2, took: 3 * time.Second, writes: []writeCount{{writeKey{consumerCluster, "Lease", "update", "success"}, 2}}},
+		rssInitial:       30 << 20,
+		rssBurst:         31<<20 + 1<<19,
 		controllerErrors: []string{"E1122 sync failed"},
 		elapsed:          time.Minute,
 	}
@@ -69,6 +83,8 @@ func TestMarkdown(t *testing.T) {
 		"- single changes: exactly one EndpointSlice update in member2 per change (2), nothing else. Target met. 2.00 syncs per change.",
 		"- burst: 3 EndpointSlice updates for 2 changes (1.50 per change). Target not met. 0.00 syncs per change.",
 		"| single changes | `mcs_propagation_seconds` | 2 | 1.2 ms | 1.0 ms | 2.0 ms |",
+		"- restart over the unchanged world: no write but Leases. Target met. Every service synced 3s after the restart.",
+		"- the controller's resident memory (VmRSS): 30.0 MiB after the initial sync, 31.5 MiB after the burst.",
 		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
 		"Whole run: 1m0s.",
 	} {
