@@ -1,3 +1,7 @@
+// Not under the lab tag: make test runs it once, with the unit tests, and
+// its builds of both programs need no lab.
+//go:build !lab
+
 package main
 
 import (
