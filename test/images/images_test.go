@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +28,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
-// TestImages builds both images as make images does, reads each archive
-// back as an OCI layout and as a docker save archive, checks what a user
-// of the image relies on, runs the binary inside with -version, and builds
-// the archive again from a copy of the binary with another path and time
-// to show the bytes, and so the digest, stay the same.
+// TestImages runs the builder as make images does, twice, each time
+// compiling both programs anew into a directory of its own: the archives
+// must be the same bytes, so the same digests. It reads each archive back
+// as an OCI layout and as a docker save archive, checks what a user of the
+// image relies on, and runs the binary taken out of the image with
+// -version. The builder runs as a command, not in this -race binary, where
+// compressing the layers would take minutes.
 func TestImages(t *testing.T) {
 	ctx := t.Context()
-	root, arch, err := goEnv(ctx)
+	_, arch, err := goEnv(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,56 +45,33 @@ func TestImages(t *testing.T) {
 		repo: "registry.test/mcs", version: "v0.0.0-test", revision: "0123456789abcdef0123456789abcdef01234567",
 		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(), arch: arch,
 	}
+	dir := t.TempDir()
+	builder := filepath.Join(dir, "images")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", builder, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+	for _, out := range []string{first, second} {
+		cmd := exec.CommandContext(ctx, builder, "-out", out, "-repo", o.repo, "-version", o.version,
+			"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, b)
+		}
+	}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
-			dir := t.TempDir()
-			bin := filepath.Join(dir, "bin", p.name)
-			if err := compile(ctx, root, p, o.version, bin); err != nil {
-				t.Fatal(err)
+			archive := filepath.Join(first, p.name+".oci.tar")
+			if a, b := fileSum(t, archive), fileSum(t, filepath.Join(second, p.name+".oci.tar")); a != b {
+				t.Errorf("archive of the second build has sha256 %x, first %x", b, a)
 			}
-			archive, digest := build(t, p, o, bin, filepath.Join(dir, "first"))
 			checkArchive(t, archive, o.created)
-			img := checkLayout(t, archive, o.ref(p), digest)
+			img := checkLayout(t, archive, o.ref(p))
 			checkDockerArchive(t, archive, o.ref(p), img)
 			checkConfig(t, img, p, o)
 			files := checkFiles(t, img, p)
-			checkVersion(ctx, t, files[p.path], dir, o.version)
-
-			// The same binary elsewhere, touched now: nothing of the
-			// building machine may reach the archive.
-			again := filepath.Join(dir, "again", p.name)
-			if err := os.MkdirAll(filepath.Dir(again), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(again, files[p.path], 0o700); err != nil {
-				t.Fatal(err)
-			}
-			archive2, digest2 := build(t, p, o, again, filepath.Join(dir, "second"))
-			if digest2 != digest {
-				t.Errorf("digest of the second build %s, first %s", digest2, digest)
-			}
-			if a, b := fileSum(t, archive), fileSum(t, archive2); a != b {
-				t.Errorf("archive of the second build has sha256 %x, first %x", b, a)
-			}
+			checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
 		})
 	}
-}
-
-func build(t *testing.T, p program, o options, bin, out string) (string, v1.Hash) {
-	t.Helper()
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img, err := image(p, o, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(out, p.name+".oci.tar")
-	digest, err := writeArchive(img, o.ref(p), o.created, archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return archive, digest
 }
 
 // checkArchive checks the tar itself: sorted entries owned by root at the
@@ -104,20 +84,12 @@ func checkArchive(t *testing.T, archive string, created time.Time) {
 	}
 	defer f.Close()
 	var names []string
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	entries(t, f, func(h *tar.Header, _ io.Reader) {
 		names = append(names, h.Name)
 		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(created) {
 			t.Errorf("%s: uid %d gid %d time %s, want 0 0 %s", h.Name, h.Uid, h.Gid, h.ModTime, created)
 		}
-	}
+	})
 	if !slices.IsSorted(names) {
 		t.Errorf("entries not sorted: %q", names)
 	}
@@ -130,7 +102,7 @@ func checkArchive(t *testing.T, archive string, created time.Time) {
 
 // checkLayout reads the archive as an OCI image layout, as ctr images
 // import and skopeo oci-archive: do, and validates every digest and size.
-func checkLayout(t *testing.T, archive, ref string, digest v1.Hash) v1.Image {
+func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	t.Helper()
 	dir := t.TempDir()
 	untar(t, archive, dir)
@@ -150,9 +122,6 @@ func checkLayout(t *testing.T, archive, ref string, digest v1.Hash) v1.Image {
 		t.Fatalf("index.json has %d manifests, want 1", len(m.Manifests))
 	}
 	d := m.Manifests[0]
-	if d.Digest != digest {
-		t.Errorf("index.json points at %s, built %s", d.Digest, digest)
-	}
 	tag := ref[strings.LastIndex(ref, ":")+1:]
 	if got := d.Annotations["io.containerd.image.name"]; got != ref {
 		t.Errorf("io.containerd.image.name %q, want %q", got, ref)
@@ -178,7 +147,8 @@ func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate.Image(img); err != nil {
+	// Layer bytes were validated through the OCI layout: the same files.
+	if err := validate.Image(img, validate.Fast); err != nil {
 		t.Fatalf("docker archive: %v", err)
 	}
 	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(archive) })
@@ -258,29 +228,22 @@ func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	files := map[string][]byte{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
+	entries(t, rc, func(h *tar.Header, body io.Reader) {
+		b, err := io.ReadAll(body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files[h.Name] = b
-		if h.Name == p.path {
-			if h.Mode != 0o755 || h.Uid != 0 {
-				t.Errorf("/%s: mode %o uid %d, want 755 0", h.Name, h.Mode, h.Uid)
-			}
-			if got, want := h.PAXRecords["SCHILY.xattr.security.capability"], netBindServiceCap; p.bindLow && got != want {
-				t.Errorf("/%s: security.capability %x, want %x (cap_net_bind_service=+ep)", h.Name, got, want)
-			}
+		if h.Name != p.path {
+			return
 		}
-	}
+		if h.Mode != 0o755 || h.Uid != 0 {
+			t.Errorf("/%s: mode %o uid %d, want 755 0", h.Name, h.Mode, h.Uid)
+		}
+		if got, want := h.PAXRecords["SCHILY.xattr.security.capability"], netBindServiceCap; p.bindLow && got != want {
+			t.Errorf("/%s: security.capability %x, want %x (cap_net_bind_service=+ep)", h.Name, got, want)
+		}
+	})
 	checkUser(t, files["etc/passwd"], files["etc/group"])
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(files["etc/ssl/certs/ca-certificates.crt"]) {
@@ -330,6 +293,22 @@ func checkVersion(ctx context.Context, t *testing.T, binary []byte, dir, version
 	}
 	if !bytes.Contains(out, []byte(version)) {
 		t.Errorf("-version printed %q, want it to contain %q", out, version)
+	}
+}
+
+// entries calls f with each entry of the tar stream r and its body.
+func entries(t *testing.T, r io.Reader, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(h, tr)
 	}
 }
 
