@@ -4,13 +4,22 @@ GO ?= go
 # Short fuzz runs in `make test`; longer ones by hand: make test-fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
-.PHONY: all build test test-unit test-fuzz test-lab demo bench generate
+.PHONY: all build images test test-unit test-fuzz test-lab demo bench generate
 
 all: build
 
 build:
 	$(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
 	$(GO) build -trimpath -o bin/mcs-controller ./cmd/mcs-controller
+
+# OCI image archives of both programs, _output/images/<name>.oci.tar, built
+# without Docker on a base of their own (test/images, README "Images"). The
+# same commit gives the same digests: every time in them is the commit's.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REPO ?= ghcr.io/coredns-mcs
+images:
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./test/images -out _output/images \
+	  -repo $(IMAGE_REPO) -version $(VERSION) -revision $$(git rev-parse HEAD)
 
 # The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
 # (controller-gen from api/codegen/go.mod); a unit test fails when they are stale.

@@ -19,6 +19,12 @@ func init() {
 	dnsserver.Directives = slices.Insert(dnsserver.Directives, i, "mcs")
 }
 
+// version is set at link time (-ldflags -X main.version=…). CoreDNS's
+// -version, and its log line at startup, print it after the Go version,
+// where a stock build prints its git commit.
+var version = "dev"
+
 func main() {
+	coremain.GitCommit = "coredns-mcs " + version
 	coremain.Run()
 }

@@ -1,0 +1,329 @@
+// Not under the lab tag: make test runs it once, with the unit tests, and
+// its builds of both programs need no lab.
+//go:build !lab
+
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+)
+
+// TestImages runs the builder as make images does, twice, each time
+// compiling both programs anew into a directory of its own: the archives
+// must be the same bytes, so the same digests. It reads each archive back
+// as an OCI layout and as a docker save archive, checks what a user of the
+// image relies on, and runs the binary taken out of the image with
+// -version. The builder runs as a command, not in this -race binary, where
+// compressing the layers would take minutes.
+func TestImages(t *testing.T) {
+	ctx := t.Context()
+	_, arch, err := goEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{
+		repo: "registry.test/mcs", version: "v0.0.0-test", revision: "0123456789abcdef0123456789abcdef01234567",
+		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(), arch: arch,
+	}
+	dir := t.TempDir()
+	builder := filepath.Join(dir, "images")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", builder, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+	for _, out := range []string{first, second} {
+		cmd := exec.CommandContext(ctx, builder, "-out", out, "-repo", o.repo, "-version", o.version,
+			"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, b)
+		}
+	}
+	for _, p := range programs {
+		t.Run(p.name, func(t *testing.T) {
+			archive := filepath.Join(first, p.name+".oci.tar")
+			if a, b := fileSum(t, archive), fileSum(t, filepath.Join(second, p.name+".oci.tar")); a != b {
+				t.Errorf("archive of the second build has sha256 %x, first %x", b, a)
+			}
+			checkArchive(t, archive, o.created)
+			img := checkLayout(t, archive, o.ref(p))
+			checkDockerArchive(t, archive, o.ref(p), img)
+			checkConfig(t, img, p, o)
+			files := checkFiles(t, img, p)
+			checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
+		})
+	}
+}
+
+// checkArchive checks the tar itself: sorted entries owned by root at the
+// image's time, and nothing left of the temporary layout.
+func checkArchive(t *testing.T, archive string, created time.Time) {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var names []string
+	entries(t, f, func(h *tar.Header, _ io.Reader) {
+		names = append(names, h.Name)
+		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(created) {
+			t.Errorf("%s: uid %d gid %d time %s, want 0 0 %s", h.Name, h.Uid, h.Gid, h.ModTime, created)
+		}
+	})
+	if !slices.IsSorted(names) {
+		t.Errorf("entries not sorted: %q", names)
+	}
+	for _, want := range []string{"oci-layout", "index.json", "manifest.json"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no %s in %q", want, names)
+		}
+	}
+}
+
+// checkLayout reads the archive as an OCI image layout, as ctr images
+// import and skopeo oci-archive: do, and validates every digest and size.
+func checkLayout(t *testing.T, archive, ref string) v1.Image {
+	t.Helper()
+	dir := t.TempDir()
+	untar(t, archive, dir)
+	l, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := l.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 {
+		t.Fatalf("index.json has %d manifests, want 1", len(m.Manifests))
+	}
+	d := m.Manifests[0]
+	tag := ref[strings.LastIndex(ref, ":")+1:]
+	if got := d.Annotations["io.containerd.image.name"]; got != ref {
+		t.Errorf("io.containerd.image.name %q, want %q", got, ref)
+	}
+	if got := d.Annotations["org.opencontainers.image.ref.name"]; got != tag {
+		t.Errorf("org.opencontainers.image.ref.name %q, want %q", got, tag)
+	}
+	img, err := l.Image(d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Fatalf("OCI layout: %v", err)
+	}
+	return img
+}
+
+// checkDockerArchive reads the archive as docker load and crane push do
+// (manifest.json) and checks it holds the same config and layers.
+func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
+	t.Helper()
+	img, err := tarball.ImageFromPath(archive, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Layer bytes were validated through the OCI layout: the same files.
+	if err := validate.Image(img, validate.Fast); err != nil {
+		t.Fatalf("docker archive: %v", err)
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(archive) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{ref}) {
+		t.Errorf("manifest.json %+v, want one image tagged %s", m, ref)
+	}
+	for _, f := range []func(v1.Image) (v1.Hash, error){v1.Image.ConfigName, topDiffID} {
+		a, errA := f(img)
+		b, errB := f(want)
+		if errA != nil || errB != nil || a != b {
+			t.Errorf("docker archive %s (%v), OCI layout %s (%v)", a, errA, b, errB)
+		}
+	}
+}
+
+func topDiffID(img v1.Image) (v1.Hash, error) {
+	ls, err := img.Layers()
+	if err != nil || len(ls) == 0 {
+		return v1.Hash{}, errors.Join(err, errors.New("no layers"))
+	}
+	return ls[len(ls)-1].DiffID()
+}
+
+func checkConfig(t *testing.T, img v1.Image, p program, o options) {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
+	if want := []string{"/" + p.path}; !slices.Equal(c.Entrypoint, want) {
+		t.Errorf("Entrypoint %q, want %q", c.Entrypoint, want)
+	}
+	if c.User != "65532:65532" {
+		t.Errorf("User %q, want 65532:65532", c.User)
+	}
+	if c.WorkingDir != "/" {
+		t.Errorf("WorkingDir %q, want /", c.WorkingDir)
+	}
+	var ports []string
+	for port := range c.ExposedPorts {
+		ports = append(ports, port)
+	}
+	if !sameSet(ports, p.ports) {
+		t.Errorf("ExposedPorts %q, want %q", ports, p.ports)
+	}
+	for k, want := range map[string]string{
+		"org.opencontainers.image.source":   o.source,
+		"org.opencontainers.image.version":  o.version,
+		"org.opencontainers.image.revision": o.revision,
+	} {
+		if got := c.Labels[k]; got != want {
+			t.Errorf("label %s %q, want %q", k, got, want)
+		}
+	}
+	if cf.OS != "linux" || cf.Architecture != o.arch || !cf.Created.Equal(o.created) {
+		t.Errorf("os %s arch %s created %s, want linux %s %s", cf.OS, cf.Architecture, cf.Created, o.arch, o.created)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// checkFiles reads the image's root filesystem, checks the user it runs as
+// exists and is not root, the CA certificates parse and the binary is
+// executable (and, for coredns-mcs, may bind port 53), and returns the
+// regular files by path.
+func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string][]byte{}
+	entries(t, rc, func(h *tar.Header, body io.Reader) {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = b
+		if h.Name != p.path {
+			return
+		}
+		if h.Mode != 0o755 || h.Uid != 0 {
+			t.Errorf("/%s: mode %o uid %d, want 755 0", h.Name, h.Mode, h.Uid)
+		}
+		if got, want := h.PAXRecords["SCHILY.xattr.security.capability"], netBindServiceCap; p.bindLow && got != want {
+			t.Errorf("/%s: security.capability %x, want %x (cap_net_bind_service=+ep)", h.Name, got, want)
+		}
+	})
+	checkUser(t, files["etc/passwd"], files["etc/group"])
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(files["etc/ssl/certs/ca-certificates.crt"]) {
+		t.Error("/etc/ssl/certs/ca-certificates.crt holds no certificate")
+	} else if n := len(pool.Subjects()); n < 100 { //nolint:staticcheck // counting, not verifying
+		t.Errorf("/etc/ssl/certs/ca-certificates.crt holds %d certificates, want Mozilla's 100+", n)
+	}
+	if _, ok := files[p.path]; !ok {
+		t.Fatalf("no /%s in the image", p.path)
+	}
+	return files
+}
+
+// checkUser finds the image's user, 65532, in /etc/passwd and its group in
+// /etc/group.
+func checkUser(t *testing.T, passwd, group []byte) {
+	t.Helper()
+	if !hasLine(passwd, "nonroot:x:65532:65532:") {
+		t.Errorf("/etc/passwd has no user nonroot 65532:65532:\n%s", passwd)
+	}
+	if !hasLine(group, "nonroot:x:65532:") {
+		t.Errorf("/etc/group has no group nonroot 65532:\n%s", group)
+	}
+}
+
+func hasLine(b []byte, prefix string) bool {
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkVersion runs the binary taken out of the image with -version.
+func checkVersion(ctx context.Context, t *testing.T, binary []byte, dir, version string) {
+	t.Helper()
+	exe := filepath.Join(dir, "from-image")
+	if err := os.WriteFile(exe, binary, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, "-version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("-version: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte(version)) {
+		t.Errorf("-version printed %q, want it to contain %q", out, version)
+	}
+}
+
+// entries calls f with each entry of the tar stream r and its body.
+func entries(t *testing.T, r io.Reader, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(h, tr)
+	}
+}
+
+func untar(t *testing.T, archive, dir string) {
+	t.Helper()
+	if out, err := exec.Command("tar", "-xf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar -xf %s: %v\n%s", archive, err, out)
+	}
+}
+
+func fileSum(t *testing.T, path string) [sha256.Size]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
