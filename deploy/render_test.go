@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // overlay is a kustomization an operator applies, and the lab cluster that
@@ -129,5 +133,17 @@ func TestMCSAPICRDsAreTheModules(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("deploy/mcs-api/%s differs from sigs.k8s.io/mcs-api's; copy it from the module (go env GOMODCACHE)", file)
 		}
+	}
+}
+
+// The example registers member1 as the controller reads it: a Secret in the
+// hub overlay's namespace with the cluster label and the kubeconfig key.
+func TestMemberSecretExample(t *testing.T) {
+	s := find(t, render(t, "examples/member-secret"), "Secret", "member1")
+	ns := find(t, render(t, "overlays/hub"), "Deployment", "mcs-controller").GetNamespace()
+	data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	if s.GetNamespace() != ns || s.GetLabels()[api.LabelCluster] != "member1" || data[api.KeyKubeconfig] == "" || len(data) != 1 {
+		t.Errorf("the example Secret is %s/%s labelled %v with keys %v; want it in %s, labelled %s=member1, with only the key %s",
+			s.GetNamespace(), s.GetName(), s.GetLabels(), slices.Collect(maps.Keys(data)), ns, api.LabelCluster, api.KeyKubeconfig)
 	}
 }
