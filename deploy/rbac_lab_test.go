@@ -68,8 +68,8 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 	l.Workload(t, m1, ns, "bar", 1, false)
 	l.Apply(t, m1, labtest.ServiceExport(ns, "bar"))
 
-	expectA(t, server, fmt.Sprintf("foo.%s.svc.cluster.local.", ns), clusterIP(t, m2, ns, api.DerivedPrefix+"foo"))
-	expectA(t, server, fmt.Sprintf("bar.%s.svc.clusterset.local.", ns), clusterIP(t, m2, ns, api.DerivedPrefix+"bar"))
+	expectA(t, server, fmt.Sprintf("foo.%s.svc.cluster.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"foo", converge))
+	expectA(t, server, fmt.Sprintf("bar.%s.svc.clusterset.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"bar", converge))
 	expectSynced(t, ns)
 
 	denied(t, hubToken, hub, ns, []authorizationv1.ResourceAttributes{
@@ -262,23 +262,6 @@ func binary(t *testing.T, name string) string {
 		t.Fatalf("%v; run make build", err)
 	}
 	return path
-}
-
-// clusterIP waits until cluster has Service ns/name with a ClusterIP.
-func clusterIP(t *testing.T, cluster, ns, name string) string {
-	t.Helper()
-	var ip string
-	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		s, err := labtest.Get(t).Client(t, cluster).CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if ip = s.Spec.ClusterIP; ip == "" {
-			return fmt.Errorf("%s: Service %s/%s has no ClusterIP yet", cluster, ns, name)
-		}
-		return nil
-	})
-	return ip
 }
 
 // expectA waits until the DNS server at addr answers name's A query with
