@@ -100,18 +100,7 @@ func readyIPs(t *testing.T, cluster, ns, name string, want int) []string {
 // clusterIP waits until cluster has Service name with a ClusterIP.
 func clusterIP(t *testing.T, cluster, ns, name string) string {
 	t.Helper()
-	var ip string
-	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		s, err := labtest.Get(t).Client(t, cluster).CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if ip = s.Spec.ClusterIP; ip == "" {
-			return fmt.Errorf("%s: Service %s/%s has no ClusterIP yet", cluster, ns, name)
-		}
-		return nil
-	})
-	return ip
+	return labtest.Get(t).ClusterIP(t, cluster, ns, name, converge)
 }
 
 // Story 1 of the seed proposal, through DNS: foo runs only in member1, and

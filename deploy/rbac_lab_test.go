@@ -1,0 +1,363 @@
+//go:build lab
+
+package deploy_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+const (
+	hub = labtest.Hub
+	m1  = labtest.Member1
+	m2  = labtest.Member2
+	// converge bounds the wait for the controller and DNS to follow a
+	// change: seconds in practice, more under -race on a busy machine.
+	converge = 60 * time.Second
+)
+
+// mcs-controller and member2's coredns-mcs, run as the ServiceAccounts of
+// the overlays with exactly their RBAC rules, sync a MultiClusterService
+// and a ServiceExport from member1 and answer both in DNS; the same tokens
+// are refused everything else the roles do not grant.
+func TestRunsUnderTheDeployedRBAC(t *testing.T) {
+	l := labtest.Get(t)
+	l.InstallCRDs(t)
+	ns := l.Namespace(t, hub, m1, m2)
+	// The overlays' RBAC, renamed so that it clashes with nothing: every
+	// name gets the test's namespace as a prefix, and the ServiceAccounts
+	// (on the hub, every namespaced object: the controller's namespace is
+	// the test's) move into the test's namespace.
+	deployRBAC(t, hub, "overlays/hub", ns, true)
+	deployRBAC(t, m1, "overlays/member1", ns, false)
+	deployRBAC(t, m2, "overlays/member2", ns, false)
+	account := func(name string) string { return ns + "-" + name }
+
+	registerMembers(t, ns, map[string]string{
+		m1: l.TokenKubeconfig(t, m1, ns, account("mcs-controller")),
+		m2: l.TokenKubeconfig(t, m2, ns, account("mcs-controller")),
+	})
+	hubToken := l.TokenKubeconfig(t, hub, ns, account("mcs-controller"))
+	startController(t, hubToken, ns)
+	dnsToken := l.TokenKubeconfig(t, m2, ns, account("coredns"))
+	server := startCoreDNS(t, dnsToken, m2)
+
+	l.Workload(t, m1, ns, "foo", 1, false)
+	l.Apply(t, hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	l.Workload(t, m1, ns, "bar", 1, false)
+	l.Apply(t, m1, labtest.ServiceExport(ns, "bar"))
+
+	expectA(t, server, fmt.Sprintf("foo.%s.svc.cluster.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"foo", converge))
+	expectA(t, server, fmt.Sprintf("bar.%s.svc.clusterset.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"bar", converge))
+	expectSynced(t, ns)
+
+	denied(t, hubToken, hub, ns, []authorizationv1.ResourceAttributes{
+		{Verb: "list", Resource: "secrets", Namespace: "kube-system"},
+		{Verb: "create", Resource: "secrets", Namespace: ns},
+		{Verb: "delete", Group: api.GroupName, Resource: "multiclusterservices", Namespace: ns},
+		{Verb: "create", Group: api.GroupName, Resource: "multiclusterservices", Namespace: ns},
+		{Verb: "create", Resource: "services", Namespace: ns},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: ns, Name: "other"},
+		{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "mcs-controller"},
+		{Verb: "delete", Resource: "pods", Namespace: ns},
+	})
+	memberDenied := []authorizationv1.ResourceAttributes{
+		{Verb: "get", Resource: "secrets", Namespace: ns},
+		{Verb: "list", Resource: "secrets", Namespace: "mcs-system"},
+		{Verb: "delete", Resource: "pods", Namespace: ns},
+		{Verb: "create", Resource: "configmaps", Namespace: ns},
+		{Verb: "update", Resource: "namespaces", Name: ns},
+		{Verb: "delete", Resource: "namespaces", Name: ns},
+		{Verb: "create", Group: mcsv1beta1.GroupName, Resource: "serviceexports", Namespace: ns},
+		{Verb: "delete", Group: mcsv1beta1.GroupName, Resource: "serviceexports", Namespace: ns},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
+		{Verb: "update", Group: "apps", Resource: "deployments", Namespace: ns},
+	}
+	denied(t, l.TokenKubeconfig(t, m1, ns, account("mcs-controller")), m1, ns, memberDenied)
+	var writes []authorizationv1.ResourceAttributes
+	for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+		for _, r := range []authorizationv1.ResourceAttributes{
+			{Resource: "services", Namespace: ns},
+			{Resource: "namespaces"},
+			{Resource: "pods", Namespace: ns},
+			{Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: ns},
+			{Group: mcsv1beta1.GroupName, Resource: "serviceimports", Namespace: ns},
+			{Group: mcsv1beta1.GroupName, Resource: "serviceimports", Subresource: "status", Namespace: ns},
+			{Group: "coordination.k8s.io", Resource: "leases", Namespace: api.LeaseNamespace},
+			{Group: "about.k8s.io", Resource: "clusterproperties", Name: "cluster.clusterset.k8s.io"},
+			{Resource: "configmaps", Namespace: "kube-system"},
+		} {
+			r.Verb = verb
+			writes = append(writes, r)
+		}
+	}
+	denied(t, dnsToken, m2, ns, append(writes, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: ns}))
+}
+
+// deployRBAC applies, for real, the ServiceAccounts and RBAC objects that
+// overlay dir renders, renamed as TestRunsUnderTheDeployedRBAC says, and
+// deletes those outside namespace ns when the test ends.
+func deployRBAC(t *testing.T, cluster, dir, ns string, moveNamespaced bool) {
+	t.Helper()
+	a := newApplier(t, cluster)
+	for _, u := range render(t, dir) {
+		if !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, u.GetKind()) {
+			continue
+		}
+		rename(u, ns, moveNamespaced)
+		if err := a.apply(t.Context(), u, false); err != nil {
+			t.Fatalf("%s: %v", cluster, err)
+		}
+		if u.GetNamespace() == ns {
+			continue
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ri, err := a.resource(u)
+			if err == nil {
+				err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s %s in %s: %v", u.GetKind(), u.GetName(), cluster, err)
+			}
+		})
+	}
+}
+
+// rename prefixes u's name, and the names it refers to, with ns, and moves
+// ServiceAccounts (with moveNamespaced, every namespaced object) into ns.
+// The rules stay as they are.
+func rename(u *unstructured.Unstructured, ns string, moveNamespaced bool) {
+	u.SetName(ns + "-" + u.GetName())
+	if u.GetKind() == "ServiceAccount" || (moveNamespaced && u.GetNamespace() != "") {
+		u.SetNamespace(ns)
+	}
+	if ref, ok, _ := unstructured.NestedString(u.Object, "roleRef", "name"); ok {
+		_ = unstructured.SetNestedField(u.Object, ns+"-"+ref, "roleRef", "name")
+	}
+	subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+	for _, s := range subjects {
+		s := s.(map[string]any)
+		s["name"], s["namespace"] = ns+"-"+s["name"].(string), ns
+	}
+	if subjects != nil {
+		_ = unstructured.SetNestedSlice(u.Object, subjects, "subjects")
+	}
+}
+
+// registerMembers registers each member with the controller through the
+// Secret of examples/member-secret, with the member's name and kubeconfig,
+// in the controller's namespace ns.
+func registerMembers(t *testing.T, ns string, kubeconfigs map[string]string) {
+	t.Helper()
+	example := find(t, render(t, "examples/member-secret"), "Secret", "member1")
+	for member, path := range kubeconfigs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := example.DeepCopy()
+		s.SetNamespace(ns)
+		s.SetName(member)
+		s.SetLabels(map[string]string{api.LabelCluster: member})
+		if err := unstructured.SetNestedField(s.Object, base64.StdEncoding.EncodeToString(data), "data", api.KeyKubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		labtest.Get(t).Apply(t, hub, s)
+	}
+}
+
+// startController runs bin/mcs-controller as the hub overlay's Deployment
+// does (leader election, members from Secrets), with the hub kubeconfig
+// given, its namespace and the namespace it syncs being ns.
+func startController(t *testing.T, kubeconfig, ns string) {
+	t.Helper()
+	ports, err := loopback.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p, err := process.Start(process.Config{
+		Name:   "mcs-controller",
+		Binary: binary(t, "mcs-controller"),
+		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
+		Args: []string{"--kubeconfig", kubeconfig, "--namespace", ns, "--watch-namespaces", ns,
+			"--leader-elect=true", "--http-address", addr, "--probe-interval", "1s"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StopAtCleanup(t)
+	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startCoreDNS runs bin/coredns-mcs for member: mcs above kubernetes, both
+// connecting with kubeconfig, as in the member overlays' Corefile; it
+// returns the DNS address once ready.
+func startCoreDNS(t *testing.T, kubeconfig, member string) string {
+	t.Helper()
+	ports, err := loopback.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, ready := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	corefile := filepath.Join(t.TempDir(), "Corefile")
+	text := fmt.Sprintf(`cluster.local:%[1]d clusterset.local:%[1]d {
+    bind 127.0.0.1
+    errors
+    ready %[2]s
+    mcs cluster.local clusterset.local {
+        kubeconfig %[3]s %[4]s
+        cluster %[4]s
+    }
+    kubernetes cluster.local {
+        kubeconfig %[3]s %[4]s
+    }
+}
+`, ports[0], ready, kubeconfig, member)
+	if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := process.CoreDNS("coredns", binary(t, "coredns-mcs"), corefile, filepath.Join(t.TempDir(), "coredns.log"))
+	p, err := process.StartCoreDNS(t.Context(), run, addr, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StopAtCleanup(t)
+	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+ready+"/ready")); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// binary is bin/NAME of the repository, which make build writes.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	path := filepath.Join(labtest.Get(t).Root(), "bin", name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%v; run make build", err)
+	}
+	return path
+}
+
+// expectA waits until the DNS server at addr answers name's A query with
+// exactly ip.
+func expectA(t *testing.T, addr, name, ip string) {
+	t.Helper()
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		q := new(dns.Msg).SetQuestion(name, dns.TypeA)
+		r, err := dns.ExchangeContext(ctx, q, addr)
+		if err != nil {
+			return err
+		}
+		if len(r.Answer) != 1 {
+			return fmt.Errorf("%s A: %s with %v, want %s", name, dns.RcodeToString[r.Rcode], r.Answer, ip)
+		}
+		if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != ip {
+			return fmt.Errorf("%s A: %v, want %s", name, r.Answer, ip)
+		}
+		return nil
+	})
+}
+
+// expectSynced waits until MultiClusterService ns/foo has every condition
+// True and member1's ServiceExport ns/bar is Valid: the controller could
+// write the hub's status and the member's export status.
+func expectSynced(t *testing.T, ns string) {
+	t.Helper()
+	l := labtest.Get(t)
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		m, err := l.Dynamic(t, hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, "foo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(m.Object, "status", "conditions")
+		if err := allTrue(conds, v1alpha1.ServiceApplied, v1alpha1.EndpointSliceCollected, v1alpha1.EndpointSliceApplied); err != nil {
+			return fmt.Errorf("MultiClusterService %s/foo: %w", ns, err)
+		}
+		e, err := l.Dynamic(t, m1).Resource(mcsv1beta1.SchemeGroupVersion.WithResource("serviceexports")).Namespace(ns).Get(ctx, "bar", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ = unstructured.NestedSlice(e.Object, "status", "conditions")
+		if err := allTrue(conds, string(mcsv1beta1.ServiceExportConditionValid)); err != nil {
+			return fmt.Errorf("%s: ServiceExport %s/bar: %w", m1, ns, err)
+		}
+		return nil
+	})
+}
+
+// allTrue checks that conditions has each of types with status True.
+func allTrue(conditions []any, types ...string) error {
+	for _, typ := range types {
+		var status, message any = "missing", ""
+		for _, c := range conditions {
+			if c := c.(map[string]any); c["type"] == typ {
+				status, message = c["status"], c["message"]
+			}
+		}
+		if status != "True" {
+			return fmt.Errorf("condition %s is %v (%v), want True", typ, status, message)
+		}
+	}
+	return nil
+}
+
+// denied checks that the account of kubeconfig may do none of attrs in
+// cluster, asking the API server with its own token (SelfSubjectAccessReview).
+func denied(t *testing.T, kubeconfig, cluster, ns string, attrs []authorizationv1.ResourceAttributes) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range attrs {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+		got, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", cluster, err)
+		}
+		if got.Status.Allowed {
+			t.Errorf("%s: %s may %s %s/%s %s in namespace %q; the deployed role must not allow it",
+				cluster, filepath.Base(kubeconfig), a.Verb, a.Resource, a.Subresource, a.Name, a.Namespace)
+		}
+	}
+	// The same decisions on real requests: the account can neither delete a
+	// Pod nor read the Secrets of kube-system.
+	err = client.CoreV1().Pods(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: %s deleting Pod %s/foo: %v, want Forbidden", cluster, filepath.Base(kubeconfig), ns, err)
+	}
+	_, err = client.CoreV1().Secrets("kube-system").List(t.Context(), metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: %s listing Secrets in kube-system: %v, want Forbidden", cluster, filepath.Base(kubeconfig), err)
+	}
+}

@@ -1,0 +1,149 @@
+// Package deploy_test renders the kustomize overlays of deploy/ as an
+// operator does (kustomize build), checks what they hold, and, with the
+// build tag lab, applies them to the lab's clusters.
+package deploy_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// overlay is a kustomization an operator applies, and the lab cluster that
+// plays the cluster it is meant for.
+type overlay struct{ dir, cluster string }
+
+// overlays are every kustomization of deploy/ that is applied as it is.
+var overlays = []overlay{
+	{"overlays/hub", "hub"},
+	{"overlays/member1", "member1"},
+	{"overlays/member2", "member2"},
+	{"examples/member-secret", "hub"},
+}
+
+// placeholder is the registry of the overlays' images until the operator
+// sets theirs with kustomize edit set image.
+const placeholder = "registry.example.com/coredns-mcs/"
+
+// render is kustomize build of dir (relative to deploy/).
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	text, err := rm.AsYaml()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(text), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := decoder.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("decoding kustomize build %s: %v", dir, err)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// find returns the rendered object of that kind and name, or fails.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == kind && u.GetName() == name {
+			return u
+		}
+	}
+	t.Fatalf("no %s %s among the rendered objects", kind, name)
+	return nil
+}
+
+// Every overlay renders, and every container of it runs one of the
+// project's two images from the placeholder registry.
+func TestOverlaysUseTheProjectImages(t *testing.T) {
+	want := map[string]string{"overlays/hub": "mcs-controller", "overlays/member1": "coredns-mcs", "overlays/member2": "coredns-mcs"}
+	for _, o := range overlays {
+		var images []string
+		for _, u := range render(t, o.dir) {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				images = append(images, c.(map[string]any)["image"].(string))
+			}
+		}
+		name, ok := want[o.dir]
+		if !ok {
+			if len(images) != 0 {
+				t.Errorf("%s runs %v, want no containers", o.dir, images)
+			}
+			continue
+		}
+		if len(images) != 1 || images[0] != placeholder+name+":latest" {
+			t.Errorf("%s runs %v, want only %s%s:latest", o.dir, images, placeholder, name)
+		}
+	}
+}
+
+// The members' Corefiles are corefile/Corefile, with each member's name.
+func TestMemberCorefiles(t *testing.T) {
+	stock, err := os.ReadFile(filepath.Join("..", "corefile", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{"member1", "member2"} {
+		cm := find(t, render(t, "overlays/"+member), "ConfigMap", "coredns")
+		got, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
+		want := strings.Replace(string(stock), "       cluster member1\n", "       cluster "+member+"\n", 1)
+		if cm.GetNamespace() != "kube-system" || got != want {
+			t.Errorf("%s's ConfigMap %s/coredns has Corefile\n%s\nwant corefile/Corefile with cluster %s:\n%s",
+				member, cm.GetNamespace(), got, member, want)
+		}
+	}
+}
+
+// deploy/mcs-api holds the CRDs of the sigs.k8s.io/mcs-api in go.mod, the
+// ones the lab and the tests install.
+func TestMCSAPICRDsAreTheModules(t *testing.T) {
+	for file, want := range map[string][]byte{
+		"multicluster.x-k8s.io_serviceexports.yaml": mcscrd.ServiceExportCRD,
+		"multicluster.x-k8s.io_serviceimports.yaml": mcscrd.ServiceImportCRD,
+	} {
+		got, err := os.ReadFile(filepath.Join("mcs-api", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("deploy/mcs-api/%s differs from sigs.k8s.io/mcs-api's; copy it from the module (go env GOMODCACHE)", file)
+		}
+	}
+}
+
+// The example registers member1 as the controller reads it: a Secret in the
+// hub overlay's namespace with the cluster label and the kubeconfig key.
+func TestMemberSecretExample(t *testing.T) {
+	s := find(t, render(t, "examples/member-secret"), "Secret", "member1")
+	ns := find(t, render(t, "overlays/hub"), "Deployment", "mcs-controller").GetNamespace()
+	data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	if s.GetNamespace() != ns || s.GetLabels()[api.LabelCluster] != "member1" || data[api.KeyKubeconfig] == "" || len(data) != 1 {
+		t.Errorf("the example Secret is %s/%s labelled %v with keys %v; want it in %s, labelled %s=member1, with only the key %s",
+			s.GetNamespace(), s.GetName(), s.GetLabels(), slices.Collect(maps.Keys(data)), ns, api.LabelCluster, api.KeyKubeconfig)
+	}
+}
