@@ -16,7 +16,7 @@ build:
 # without Docker on a base of their own (test/images, README "Images"). The
 # same commit gives the same digests: every time in them is the commit's.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-IMAGE_REPO ?= ghcr.io/coredns-mcs
+IMAGE_REPO ?= registry.example.com/coredns-mcs
 images:
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./test/images -out _output/images \
 	  -repo $(IMAGE_REPO) -version $(VERSION) -revision $$(git rev-parse HEAD)

@@ -25,7 +25,7 @@ func main() {
 		epoch int64
 	)
 	flag.StringVar(&out, "out", "_output/images", "directory of the image archives, <name>.oci.tar each")
-	flag.StringVar(&o.repo, "repo", "ghcr.io/coredns-mcs", "repository the images are named under: <repo>/<name>:<version>")
+	flag.StringVar(&o.repo, "repo", "registry.example.com/coredns-mcs", "repository the images are named under: <repo>/<name>:<version>")
 	flag.StringVar(&o.version, "version", "dev", "the programs' version (-version) and the images' tag")
 	flag.StringVar(&o.revision, "revision", "", "the git commit the images are built from (label org.opencontainers.image.revision)")
 	flag.StringVar(&o.source, "source", "https://github.com/coredns-mcs/coredns-mcs", "label org.opencontainers.image.source")
