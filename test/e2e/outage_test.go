@@ -54,8 +54,8 @@ func TestAPIOutage(t *testing.T) {
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
 		m := p.scrape(t)
 		for _, zone := range []string{"cluster.local.", "clusterset.local."} {
-			if n := m[requests(zone, "none", "servfail")]; n < 1 {
-				t.Errorf("%s = %v, want at least 1", requests(zone, "none", "servfail"), n)
+			if n := m[requests(s, zone, "none", "servfail")]; n < 1 {
+				t.Errorf("%s = %v, want at least 1", requests(s, zone, "none", "servfail"), n)
 			}
 		}
 	})
