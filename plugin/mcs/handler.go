@@ -118,7 +118,9 @@ func servfailTo(r *dns.Msg) *dns.Msg {
 // retry; every other answer is the next plugin's, untouched.
 type unsyncedWriter struct {
 	dns.ResponseWriter
-	q *query
+	ctx  context.Context
+	zone string
+	req  *dns.Msg
 }
 
 // WriteMsg implements dns.ResponseWriter.
@@ -126,6 +128,6 @@ func (w *unsyncedWriter) WriteMsg(res *dns.Msg) error {
 	if res.Rcode != dns.RcodeNameError {
 		return w.ResponseWriter.WriteMsg(res)
 	}
-	count(w.q.ctx, w.q.zone, "", outcomeServfail)
-	return w.ResponseWriter.WriteMsg(servfailTo(w.q.state.Req))
+	count(w.ctx, w.zone, "", outcomeServfail)
+	return w.ResponseWriter.WriteMsg(servfailTo(w.req))
 }

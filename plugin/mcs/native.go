@@ -20,7 +20,7 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
-		return &unsyncedWriter{ResponseWriter: w, q: q}, 0, nil
+		return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}, 0, nil
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)
 	if !v.native() {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -28,9 +29,12 @@ type block struct {
 // config is what one coredns-mcs process runs.
 type config struct {
 	blocks []block
-	// kubeconfig is the file mcs connects with (context member1); "" is the
-	// lab's. The kubernetes plugin always uses the lab's.
+	// kubeconfig is the file mcs connects with; "" is the lab's. The
+	// kubernetes plugin always uses the lab's.
 	kubeconfig string
+	// context is the kubeconfig context, the cluster both plugins watch;
+	// "" is member1.
+	context string
 	// file is a Corefile of corefile/ run as it is, its ports, cluster and
 	// kubeconfig given by its $MCS_* variables; blocks then describes its
 	// one server block, and kubeconfig is unused.
@@ -151,10 +155,8 @@ func (cfg config) write(path, labKubeconfig string, ports []int) (string, []stri
 // render generates the Corefile: ports[0] is ready's, ports[1] prometheus's,
 // then one per block.
 func (cfg config) render(labKubeconfig string, ports []int) string {
-	mcsKubeconfig := cfg.kubeconfig
-	if mcsKubeconfig == "" {
-		mcsKubeconfig = labKubeconfig
-	}
+	mcsKubeconfig := cmp.Or(cfg.kubeconfig, labKubeconfig)
+	context := cmp.Or(cfg.context, labtest.Member1)
 	var b strings.Builder
 	for i, blk := range cfg.blocks {
 		port := ports[i+2]
@@ -165,7 +167,7 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 		fmt.Fprintf(&b, "%s {\n    bind 127.0.0.1\n    errors\n", keys)
 		fmt.Fprintf(&b, "    ready 127.0.0.1:%d\n    prometheus 127.0.0.1:%d\n", ports[0], ports[1])
 		if blk.mcs {
-			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s member1\n        cluster %s\n", mcsKubeconfig, self)
+			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s %s\n        cluster %s\n", mcsKubeconfig, context, self)
 			for _, o := range blk.options {
 				fmt.Fprintf(&b, "        %s\n", o)
 			}
@@ -174,7 +176,7 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 			}
 			b.WriteString("    }\n")
 		}
-		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s member1\n    }\n}\n", labKubeconfig)
+		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s %s\n    }\n}\n", labKubeconfig, context)
 	}
 	return b.String()
 }
