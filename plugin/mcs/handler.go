@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+	ot "github.com/opentracing/opentracing-go"
 )
 
 // query is one question being answered.
@@ -22,15 +23,22 @@ type query struct {
 // ServeDNS implements plugin.Handler. serve answers what mcs answers; the
 // next plugin is called here, once serve has returned. Almost every query is
 // an ordinary name that goes on, and each runs on a goroutine of its own
-// whose stack starts small and grows by copying: serve's frame (the request,
-// the parsed name) left under the next plugin's would make ordinary names
-// pay for a bigger stack.
+// whose stack starts small and grows by copying: any frame mcs leaves under
+// the next plugin's adds to every ordinary query's stack, and the kubernetes
+// plugin's path is a few hundred bytes short of another doubling
+// (BenchmarkPassThrough, plugin/mcs/README.md "Plugin order"). So neither
+// serve's frame (the request, the parsed name) stays there, nor that of
+// plugin.NextOrFailure (a tracing span, and a writer that tells a metrics
+// recorder which plugin answered) unless it has one of these to do.
 func (m *MCS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	pass, rcode, err := m.serve(ctx, w, r)
 	if pass == nil {
 		return rcode, err
 	}
-	return plugin.NextOrFailure(pluginName, m.Next, ctx, pass, r)
+	if _, tracked := pass.(plugin.PluginTracker); tracked || m.Next == nil || ot.SpanFromContext(ctx) != nil {
+		return plugin.NextOrFailure(pluginName, m.Next, ctx, pass, r)
+	}
+	return m.Next.ServeDNS(ctx, pass, r)
 }
 
 // serve answers r, or returns the writer through which the next plugin

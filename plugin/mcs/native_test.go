@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
@@ -458,4 +459,19 @@ func kubernetesLike(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int,
 	m.SetRcode(r, dns.RcodeNameError)
 	m.Ns = []dns.RR{soa(testZone, 5, 1)}
 	return dns.RcodeSuccess, w.WriteMsg(m)
+}
+
+// A metrics recorder right above mcs learns which plugin answered a name
+// mcs passed on, as plugin.NextOrFailure tells it.
+func TestPassedOnToldToRecorder(t *testing.T) {
+	f := newFixture(t, baseConfig())
+	r := new(dns.Msg)
+	r.SetQuestion("plain.demo.svc.cluster.local.", dns.TypeA)
+	rec := metrics.NewRecorder(&test.ResponseWriter{})
+	if _, err := f.m.ServeDNS(context.Background(), rec, r); err != nil {
+		t.Fatal(err)
+	}
+	if !passedOn(rec.Msg) || rec.Plugin != f.m.Next.Name() {
+		t.Fatalf("recorded plugin %q, answer\n%s", rec.Plugin, rec.Msg)
+	}
 }
