@@ -57,7 +57,7 @@ func (m *MCS) clustersetMeta(q *query) (dns.ResponseWriter, int, error) {
 	case q.name.base == "dns-version" && qtype == dns.TypeTXT:
 		return m.answer(q, response{answer: []dns.RR{txtRR(owner, ttl, dnsVersion)}})
 	case q.name.base == "ns.dns" && (qtype == dns.TypeA || qtype == dns.TypeAAAA):
-		return m.answer(q, response{answer: vipRecords(owner, qtype, m.nsAddrs, ttl)})
+		return m.answer(q, response{answer: vipRecords(owner, qtype, m.idx.nsGlue(m.nsAddrs), ttl)})
 	case q.name.base == "" || q.name.base == "dns-version" || q.name.base == "ns.dns" || q.name.base == "dns":
 		return m.answer(q, nodata)
 	}
@@ -65,8 +65,9 @@ func (m *MCS) clustersetMeta(q *query) (dns.ResponseWriter, int, error) {
 }
 
 func (m *MCS) nsRecords(name string) []dns.RR {
-	rrs := vipRecords(name, dns.TypeA, m.nsAddrs, m.cfg.ttl)
-	return append(rrs, vipRecords(name, dns.TypeAAAA, m.nsAddrs, m.cfg.ttl)...)
+	glue := m.idx.nsGlue(m.nsAddrs)
+	rrs := vipRecords(name, dns.TypeA, glue, m.cfg.ttl)
+	return append(rrs, vipRecords(name, dns.TypeAAAA, glue, m.cfg.ttl)...)
 }
 
 // clustersetService answers the names under an imported service. ok is false

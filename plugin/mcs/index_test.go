@@ -66,7 +66,7 @@ func TestBoundIPs(t *testing.T) {
 	ifaces := func() []string {
 		return []string{"127.0.0.1/8", "192.0.2.7/24", "::1/128", "2001:db8::7/64", "fe80::1/64"}
 	}
-	for _, hosts := range [][]string{nil, {""}} {
+	for _, hosts := range [][]string{nil, {""}, {"0.0.0.0"}, {"::"}} {
 		got := boundIPs(hosts, ifaces)
 		want := []string{"192.0.2.7", "2001:db8::7", "fe80::1"}
 		if len(got) != len(want) {
