@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -111,10 +109,7 @@ func (f *fixture) powerlessKubeconfig() string {
 	return path
 }
 
-var (
-	crdResource      = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	serviceImportCRD = "serviceimports.multicluster.x-k8s.io"
-)
+const serviceImportCRD = "serviceimports.multicluster.x-k8s.io"
 
 // TestServiceImportCRDLater: in a cluster without the ServiceImport CRD
 // (the lab's hub, whose controller reads no ServiceImports) mcs is ready
@@ -123,7 +118,7 @@ var (
 // test installs a copy of member1's CRD on the hub and removes it at the end.
 func TestServiceImportCRDLater(t *testing.T) {
 	lab := labtest.Get(t)
-	crds := lab.Dynamic(t, labtest.Hub).Resource(crdResource)
+	crds := lab.Dynamic(t, labtest.Hub).Resource(labtest.CRDs)
 	if _, err := crds.Get(t.Context(), serviceImportCRD, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the hub must not serve ServiceImports for this test (someone else's CRD?): get %s: %v", serviceImportCRD, err)
 	}
@@ -154,7 +149,7 @@ func TestServiceImportCRDLater(t *testing.T) {
 // waits until it is established, and deletes it when the test ends.
 func installServiceImportCRD(t *testing.T, lab *labtest.Lab) {
 	t.Helper()
-	crd, err := lab.Dynamic(t, labtest.Member1).Resource(crdResource).Get(t.Context(), serviceImportCRD, metav1.GetOptions{})
+	crd, err := lab.Dynamic(t, labtest.Member1).Resource(labtest.CRDs).Get(t.Context(), serviceImportCRD, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +157,7 @@ func installServiceImportCRD(t *testing.T, lab *labtest.Lab) {
 	for _, field := range []string{"uid", "creationTimestamp", "generation"} {
 		unstructured.RemoveNestedField(crd.Object, "metadata", field)
 	}
-	hub := lab.Dynamic(t, labtest.Hub).Resource(crdResource)
+	hub := lab.Dynamic(t, labtest.Hub).Resource(labtest.CRDs)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -179,17 +174,5 @@ func installServiceImportCRD(t *testing.T, lab *labtest.Lab) {
 		t.Errorf("the hub's %s is still there", serviceImportCRD)
 	})
 	lab.Apply(t, labtest.Hub, crd)
-	labtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
-		u, err := hub.Get(ctx, serviceImportCRD, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s is not established on the hub", serviceImportCRD)
-	})
+	lab.WaitEstablished(t, labtest.Hub, serviceImportCRD)
 }
