@@ -1,5 +1,6 @@
 // Command coredns-mcs is stock CoreDNS with every in-tree plugin plus mcs,
-// which answers multi-cluster service names before kubernetes gets them.
+// which answers multi-cluster service names before cache and kubernetes
+// get them.
 package main
 
 import (
@@ -13,9 +14,13 @@ import (
 )
 
 func init() {
-	// mcs must see a query before kubernetes does: it answers the names of
-	// multi-cluster services and passes every other name on untouched.
-	i := slices.Index(dnsserver.Directives, "kubernetes")
+	// mcs answers the names of multi-cluster services from memory, as fast as
+	// a cache hit and always fresh, so it sits before cache: LocalFirst
+	// failover must not wait for a cached answer to expire. Every other name
+	// goes on to the stock cache and kubernetes untouched. Before cache, mcs
+	// also comes after rewrite, autopath and acl, which then apply to its
+	// names as to any other (plugin/mcs/README.md, "Plugin order").
+	i := slices.Index(dnsserver.Directives, "cache")
 	dnsserver.Directives = slices.Insert(dnsserver.Directives, i, "mcs")
 }
 

@@ -17,11 +17,15 @@ type clients struct {
 	mcs  mcsclient.Interface
 	dyn  dynamic.Interface
 	host string // API server address, for log messages
+	// health sees every response of the API server; nil with fake clients.
+	health *apiHealth
 }
 
 func newClients(rc *rest.Config) (clients, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = fmt.Sprintf("coredns-mcs/%s", coremain.CoreVersion)
+	health := newAPIHealth()
+	rc.Wrap(health.wrap)
 	// Custom resources only speak JSON; built-in types are cheaper as protobuf.
 	kubeRC := rest.CopyConfig(rc)
 	kubeRC.ContentType = "application/vnd.kubernetes.protobuf"
@@ -37,5 +41,5 @@ func newClients(rc *rest.Config) (clients, error) {
 	if err != nil {
 		return clients{}, fmt.Errorf("dynamic client: %w", err)
 	}
-	return clients{kube: kube, mcs: mc, dyn: dyn, host: rc.Host}, nil
+	return clients{kube: kube, mcs: mc, dyn: dyn, host: rc.Host, health: health}, nil
 }

@@ -1,7 +1,6 @@
 package mcs
 
 import (
-	"context"
 	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -13,17 +12,17 @@ const dnsVersion = "1.0.0"
 
 // serveClusterset answers the clusterset zone per the KEP-1645 DNS
 // specification; mcs is authoritative there.
-func (m *MCS) serveClusterset(ctx context.Context, q *query) (int, error) {
+func (m *MCS) serveClusterset(q *query) (dns.ResponseWriter, int, error) {
 	if t := q.state.QType(); t == dns.TypeAXFR || t == dns.TypeIXFR {
-		return dns.RcodeRefused, nil // no zone transfers, as the kubernetes plugin; the server writes REFUSED
+		return answered(dns.RcodeRefused, nil) // no zone transfers, as the kubernetes plugin; the server writes REFUSED
 	}
 	switch q.name.shape {
 	case shapeOther:
-		return m.clustersetMeta(ctx, q)
+		return m.clustersetMeta(q)
 	case shapeSvc:
 		return m.answer(q, nodata)
 	case shapeTooLong:
-		return m.nxdomain(ctx, q)
+		return m.nxdomain(q)
 	}
 	if !m.watcher.ready.Load() {
 		return m.servfail(q)
@@ -32,22 +31,22 @@ func (m *MCS) serveClusterset(ctx context.Context, q *query) (int, error) {
 		if m.idx.hasNamespace(q.name.namespace) {
 			return m.answer(q, nodata)
 		}
-		return m.nxdomain(ctx, q)
+		return m.nxdomain(q)
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)
 	if v == nil || v.imp == nil {
-		return m.nxdomain(ctx, q)
+		return m.nxdomain(q)
 	}
 	resp, ok := m.clustersetService(q, v)
 	if !ok {
-		return m.nxdomain(ctx, q)
+		return m.nxdomain(q)
 	}
 	return m.answer(q, resp)
 }
 
 // clustersetMeta answers the names that are not services: the apex (SOA,
 // NS), the schema version, and the name server the NS record points to.
-func (m *MCS) clustersetMeta(ctx context.Context, q *query) (int, error) {
+func (m *MCS) clustersetMeta(q *query) (dns.ResponseWriter, int, error) {
 	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
 	switch {
 	case q.name.base == "" && qtype == dns.TypeSOA:
@@ -58,16 +57,17 @@ func (m *MCS) clustersetMeta(ctx context.Context, q *query) (int, error) {
 	case q.name.base == "dns-version" && qtype == dns.TypeTXT:
 		return m.answer(q, response{answer: []dns.RR{txtRR(owner, ttl, dnsVersion)}})
 	case q.name.base == "ns.dns" && (qtype == dns.TypeA || qtype == dns.TypeAAAA):
-		return m.answer(q, response{answer: vipRecords(owner, qtype, m.nsAddrs, ttl)})
+		return m.answer(q, response{answer: vipRecords(owner, qtype, m.idx.nsGlue(m.nsAddrs), ttl)})
 	case q.name.base == "" || q.name.base == "dns-version" || q.name.base == "ns.dns" || q.name.base == "dns":
 		return m.answer(q, nodata)
 	}
-	return m.nxdomain(ctx, q)
+	return m.nxdomain(q)
 }
 
 func (m *MCS) nsRecords(name string) []dns.RR {
-	rrs := vipRecords(name, dns.TypeA, m.nsAddrs, m.cfg.ttl)
-	return append(rrs, vipRecords(name, dns.TypeAAAA, m.nsAddrs, m.cfg.ttl)...)
+	glue := m.idx.nsGlue(m.nsAddrs)
+	rrs := vipRecords(name, dns.TypeA, glue, m.cfg.ttl)
+	return append(rrs, vipRecords(name, dns.TypeAAAA, glue, m.cfg.ttl)...)
 }
 
 // clustersetService answers the names under an imported service. ok is false
@@ -149,17 +149,17 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 }
 
 // nxdomain denies a clusterset name, or passes it on under fallthrough.
-func (m *MCS) nxdomain(ctx context.Context, q *query) (int, error) {
+func (m *MCS) nxdomain(q *query) (dns.ResponseWriter, int, error) {
 	if m.cfg.fall.Through(q.state.Name()) {
-		return m.next(ctx, q.state.W, q.state.Req)
+		return q.state.W, 0, nil
 	}
-	count(q.zone, "", outcomeNXDomain)
+	count(q.ctx, q.zone, "", outcomeNXDomain)
 	return m.write(q, response{rcode: dns.RcodeNameError})
 }
 
 // answer writes a clusterset answer and counts it: every clusterset answer
 // covers the whole clusterset.
-func (m *MCS) answer(q *query, resp response) (int, error) {
-	count(q.zone, "", outcomeCombined)
+func (m *MCS) answer(q *query, resp response) (dns.ResponseWriter, int, error) {
+	count(q.ctx, q.zone, "", outcomeCombined)
 	return m.write(q, resp)
 }

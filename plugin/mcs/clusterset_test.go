@@ -166,3 +166,18 @@ func TestClustersetTTL(t *testing.T) {
 			Ns: []dns.RR{test.SOA("clusterset.local. 0 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. 1 7200 1800 86400 0")}},
 	})
 }
+
+// The glue of ns.dns is what the kubernetes plugin answers for its own
+// ns.dns: the ClusterIP of the Service whose endpoint this server is.
+func TestClustersetNSGlueIsTheService(t *testing.T) {
+	f := newFixture(t, baseConfig(),
+		serviceObj("kube-system", "kube-dns", []string{testClusterIP}),
+		localSlice("kube-system", "kube-dns", "kube-dns-a", nil, ep{ip: "10.0.0.10"}, ep{ip: "10.0.0.11"}))
+	f.m.nsAddrs = []net.IP{net.ParseIP("10.0.0.10").To4()}
+	f.check([]test.Case{
+		{Qname: "ns.dns.clusterset.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("ns.dns.clusterset.local. 5 IN A " + testClusterIP)}},
+		{Qname: "clusterset.local.", Qtype: dns.TypeNS, Authoritative: true,
+			Answer: []dns.RR{test.NS("clusterset.local. 5 IN NS ns.dns.clusterset.local.")},
+			Extra:  []dns.RR{test.A("ns.dns.clusterset.local. 5 IN A " + testClusterIP)}},
+	})
+}

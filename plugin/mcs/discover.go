@@ -48,18 +48,16 @@ func clusterFromProperty(u *unstructured.Unstructured, where string) (string, er
 }
 
 // importVersion picks the ServiceImport version the API server serves:
-// v1beta1 when it can, v1alpha1 otherwise.
-func (w *watcher) importVersion() (schema.GroupVersion, error) {
+// v1beta1 when it can, v1alpha1 otherwise; ok is false when it serves
+// neither (the MCS API CRDs are not installed).
+func (w *watcher) importVersion() (gv schema.GroupVersion, ok bool, err error) {
 	for _, gv := range []schema.GroupVersion{mcsv1b1.SchemeGroupVersion, mcsv1a1.SchemeGroupVersion} {
 		served, err := w.serves(gv, "serviceimports")
-		if err != nil {
-			return schema.GroupVersion{}, err
-		}
-		if served {
-			return gv, nil
+		if err != nil || served {
+			return gv, served, err
 		}
 	}
-	return schema.GroupVersion{}, fmt.Errorf("ServiceImport (%s) is not served in v1beta1 or v1alpha1: install the MCS API CRDs", mcsv1b1.GroupName)
+	return schema.GroupVersion{}, false, nil
 }
 
 func (w *watcher) serves(gv schema.GroupVersion, resource string) (bool, error) {

@@ -7,10 +7,12 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+	ot "github.com/opentracing/opentracing-go"
 )
 
 // query is one question being answered.
 type query struct {
+	ctx      context.Context // the request's: it names the server for metrics
 	state    request.Request
 	owner    string // the name as the client spelled it: answers keep its case
 	zone     string // the matched zone, lower-case
@@ -18,29 +20,54 @@ type query struct {
 	name     qname
 }
 
-// ServeDNS implements plugin.Handler.
+// ServeDNS implements plugin.Handler. serve answers what mcs answers; the
+// next plugin is called here, once serve has returned. Almost every query is
+// an ordinary name that goes on, and each runs on a goroutine of its own
+// whose stack starts small and grows by copying: any frame mcs leaves under
+// the next plugin's adds to every ordinary query's stack, and the kubernetes
+// plugin's path is a few hundred bytes short of another doubling
+// (BenchmarkPassThrough, plugin/mcs/README.md "Plugin order"). So neither
+// serve's frame (the request, the parsed name) stays there, nor that of
+// plugin.NextOrFailure (a tracing span, and a writer that tells a metrics
+// recorder which plugin answered) unless it has one of these to do.
 func (m *MCS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	pass, rcode, err := m.serve(ctx, w, r)
+	if pass == nil {
+		return rcode, err
+	}
+	if _, tracked := pass.(plugin.PluginTracker); tracked || m.Next == nil || ot.SpanFromContext(ctx) != nil {
+		return plugin.NextOrFailure(pluginName, m.Next, ctx, pass, r)
+	}
+	return m.Next.ServeDNS(ctx, pass, r)
+}
+
+// serve answers r, or returns the writer through which the next plugin
+// must answer it.
+func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass dns.ResponseWriter, rcode int, err error) {
 	if len(r.Question) == 0 {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
 	state := request.Request{W: w, Req: r}
 	if state.QClass() != dns.ClassINET {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
 	name := state.Name()
 	zone := m.matchZone(name)
 	if zone == "" {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
-	q := &query{state: state, owner: state.QName(), zone: zone, origZone: zone, name: parseName(name, zone)}
+	q := &query{ctx: ctx, state: state, owner: state.QName(), zone: zone, origZone: zone, name: parseName(name, zone)}
 	if len(q.owner) == len(name) {
 		q.origZone = q.owner[len(name)-len(zone):]
 	}
 	if zone == clustersetZone {
-		return m.serveClusterset(ctx, q)
+		return m.serveClusterset(q)
 	}
-	return m.serveNative(ctx, q)
+	return m.serveNative(q)
 }
+
+// answered is the result of a query mcs wrote the answer to.
+func answered(rcode int, err error) (dns.ResponseWriter, int, error) { return nil, rcode, err }
 
 // matchZone is plugin.Zones.Matches without its allocations: on lower-case
 // names without escapes a label boundary is a plain dot, so a suffix test
@@ -58,10 +85,6 @@ func (m *MCS) matchZone(name string) string {
 	return zone
 }
 
-func (m *MCS) next(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
-}
-
 // response is an answer under construction.
 type response struct {
 	rcode         int
@@ -73,7 +96,7 @@ var nodata = response{rcode: dns.RcodeSuccess}
 // write sends resp with the aa flag; an empty answer (NODATA, NXDOMAIN)
 // carries the zone's SOA in the authority section so it can be cached
 // negatively for the configured TTL.
-func (m *MCS) write(q *query, resp response) (int, error) {
+func (m *MCS) write(q *query, resp response) (dns.ResponseWriter, int, error) {
 	msg := new(dns.Msg)
 	msg.SetRcode(q.state.Req, resp.rcode)
 	msg.Authoritative = true
@@ -81,14 +104,38 @@ func (m *MCS) write(q *query, resp response) (int, error) {
 	if len(resp.answer) == 0 {
 		msg.Ns = []dns.RR{soa(q.origZone, m.cfg.ttl, m.idx.serial.Load())}
 	}
-	return dns.RcodeSuccess, q.state.W.WriteMsg(msg)
+	return answered(dns.RcodeSuccess, q.state.W.WriteMsg(msg))
 }
 
 // servfail answers a name that cannot be known before the informers have
 // synced: SERVFAIL is retried, where an NXDOMAIN would be cached.
-func (m *MCS) servfail(q *query) (int, error) {
-	count(q.zone, "", outcomeServfail)
+func (m *MCS) servfail(q *query) (dns.ResponseWriter, int, error) {
+	count(q.ctx, q.zone, "", outcomeServfail)
+	return answered(dns.RcodeSuccess, q.state.W.WriteMsg(servfailTo(q.state.Req)))
+}
+
+func servfailTo(r *dns.Msg) *dns.Msg {
 	msg := new(dns.Msg)
-	msg.SetRcode(q.state.Req, dns.RcodeServerFailure)
-	return dns.RcodeSuccess, q.state.W.WriteMsg(msg)
+	msg.SetRcode(r, dns.RcodeServerFailure)
+	return msg
+}
+
+// unsyncedWriter carries the next plugin's answer to a native name before
+// mcs has synced. The name may be an import mcs does not know of yet, so an
+// NXDOMAIN, which resolvers would cache, becomes a SERVFAIL, which they
+// retry; every other answer is the next plugin's, untouched.
+type unsyncedWriter struct {
+	dns.ResponseWriter
+	ctx  context.Context
+	zone string
+	req  *dns.Msg
+}
+
+// WriteMsg implements dns.ResponseWriter.
+func (w *unsyncedWriter) WriteMsg(res *dns.Msg) error {
+	if res.Rcode != dns.RcodeNameError {
+		return w.ResponseWriter.WriteMsg(res)
+	}
+	count(w.ctx, w.zone, "", outcomeServfail)
+	return w.ResponseWriter.WriteMsg(servfailTo(w.req))
 }

@@ -68,7 +68,9 @@ func (x *index) hasNamespace(name string) bool {
 	return ok
 }
 
-// change applies fn to the entry of k and republishes its view.
+// change applies fn to the entry of k and republishes its view. Only
+// imported services have one: every answer of mcs starts from a
+// ServiceImport, and a cluster's other services, most of them, change often.
 func (x *index) change(k svcKey, fn func(*entry)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -78,10 +80,13 @@ func (x *index) change(k svcKey, fn func(*entry)) {
 		x.entries[k] = e
 	}
 	fn(e)
-	if e.svc == nil && e.imp == nil && len(e.slices) == 0 {
+	switch {
+	case e.svc == nil && e.imp == nil && len(e.slices) == 0:
 		delete(x.entries, k)
 		delete(x.views, k)
-	} else {
+	case e.imp == nil:
+		delete(x.views, k)
+	default:
 		x.views[k] = newView(k, e, x.self, x.strategy)
 	}
 	x.touch()

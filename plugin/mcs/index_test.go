@@ -17,17 +17,30 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	a := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.2"}, ep{ip: localIP}))
 	b := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3"}))
 	x.setService(nil, svc)
-	x.setImport(nil, imp)
 	x.setSlice(nil, b)
+	if x.view("demo", "serve") != nil {
+		t.Fatal("a service without import has a view: nothing reads it")
+	}
+	x.setImport(nil, imp)
 	x.setSlice(nil, a)
 	v := x.view("demo", "serve")
 	if !v.native() || len(v.local) != 2 || v.local[0].name != "a" {
 		t.Fatalf("view %+v", v)
 	}
+	other := &serviceImport{objMeta: objMeta{namespace: "demo", name: "other"}, strategy: api.LocalFirst}
+	x.setImport(nil, other)
 	moved := toSlice(localSlice("demo", "other", "a", nil, ep{ip: localIP}))
 	x.setSlice(a, moved)
 	if len(x.view("demo", "serve").local) != 1 || len(x.view("demo", "other").local) != 1 {
 		t.Fatal("a slice whose service label changed must move")
+	}
+	x.setImport(imp, nil)
+	if x.view("demo", "serve") != nil {
+		t.Fatal("a service whose import is gone keeps its view")
+	}
+	x.setImport(nil, imp)
+	if v := x.view("demo", "serve"); !v.native() || len(v.local) != 1 {
+		t.Fatalf("an import that comes back must see the service's objects: view %+v", v)
 	}
 	x.setSlice(b, nil)
 	x.setService(svc, nil)
@@ -53,7 +66,7 @@ func TestBoundIPs(t *testing.T) {
 	ifaces := func() []string {
 		return []string{"127.0.0.1/8", "192.0.2.7/24", "::1/128", "2001:db8::7/64", "fe80::1/64"}
 	}
-	for _, hosts := range [][]string{nil, {""}} {
+	for _, hosts := range [][]string{nil, {""}, {"0.0.0.0"}, {"::"}} {
 		got := boundIPs(hosts, ifaces)
 		want := []string{"192.0.2.7", "2001:db8::7", "fe80::1"}
 		if len(got) != len(want) {

@@ -28,7 +28,7 @@ type MCS struct {
 	cfg     *config
 	watcher *watcher
 	idx     *index
-	nsAddrs []net.IP // addresses answered for ns.dns.<clusterset zone>
+	nsAddrs []net.IP // addresses the server listens on, for the glue of ns.dns.<clusterset zone>
 }
 
 // Name implements plugin.Handler.

@@ -1,7 +1,10 @@
 package mcs
 
 import (
+	"context"
+
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -16,8 +19,8 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "requests_total",
-		Help:      "Queries answered by mcs, by zone, strategy and the set the answer came from.",
-	}, []string{"zone", "strategy", "outcome"})
+		Help:      "Queries answered by mcs, by server, zone, strategy and the set the answer came from.",
+	}, []string{"server", "zone", "strategy", "outcome"})
 
 	localFallbacks = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
@@ -32,6 +35,13 @@ var (
 		Name:      "informers_synced",
 		Help:      "1 when the informer of that resource has synced with the API server, else 0.",
 	}, []string{"resource"})
+
+	apiStatusGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "api_status",
+		Help:      "1 for how the Kubernetes API answers mcs of late (ok, forbidden, unreachable), 0 for the others.",
+	}, []string{"status"})
 
 	staleClusters = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
@@ -56,10 +66,23 @@ const (
 // SERVFAIL before sync).
 const strategyNone = "none"
 
-func count(zone string, s api.Strategy, o outcome) {
+// count counts one answer; the server label is the server block's address,
+// as in CoreDNS's own request metrics.
+func count(ctx context.Context, zone string, s api.Strategy, o outcome) {
 	label := string(s)
 	if label == "" {
 		label = strategyNone
 	}
-	requestsTotal.WithLabelValues(zone, label, string(o)).Inc()
+	requestsTotal.WithLabelValues(metrics.WithServer(ctx), zone, label, string(o)).Inc()
+}
+
+// setAPIStatus sets the api_status gauge: 1 for s, 0 for the others.
+func setAPIStatus(s apiStatus) {
+	for _, o := range apiStatuses {
+		v := 0.0
+		if o == s {
+			v = 1
+		}
+		apiStatusGauge.WithLabelValues(string(o)).Set(v)
+	}
 }

@@ -1,7 +1,6 @@
 package mcs
 
 import (
-	"context"
 	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -10,20 +9,22 @@ import (
 
 // serveNative answers the cluster.local names of multi-cluster-enabled
 // services. Every other name goes to the next plugin untouched, so the
-// kubernetes plugin's answer is what it would be without mcs.
-func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
-	w, r := q.state.W, q.state.Req
+// kubernetes plugin's answer is what it would be without mcs. Before mcs
+// has synced every name goes on, and only an NXDOMAIN is changed: a broken
+// mcs must not break ordinary names.
+func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
+	w := q.state.W
 	switch q.name.shape {
 	case shapeService, shapeEndpoint, shapePort:
 	default:
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
-		return m.servfail(q)
+		return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}, 0, nil
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)
 	if !v.native() {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
 	host, mode := "", m.cfg.answer
 	if q.name.shape == shapeEndpoint {
@@ -33,13 +34,13 @@ func (m *MCS) serveNative(ctx context.Context, q *query) (int, error) {
 	}
 	c, ok := decide(v, mode, v.split(m.idx, host, time.Now()))
 	if !ok {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
 	resp, ok := m.nativeAnswer(q, v, c, host)
 	if !ok {
-		return m.next(ctx, w, r)
+		return w, 0, nil
 	}
-	count(q.zone, v.strategy, c.outcome)
+	count(q.ctx, q.zone, v.strategy, c.outcome)
 	if c.fellBack {
 		localFallbacks.Inc()
 	}

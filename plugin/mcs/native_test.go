@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
@@ -114,7 +116,7 @@ func TestDecisionTable(t *testing.T) {
 			cfg.answer = row.answer
 			f := newFixture(t, cfg, row.sc.objects()...)
 			before := testutil.ToFloat64(localFallbacks)
-			counted := requestsTotal.WithLabelValues(testZone, row.sc.strategy, string(row.outcome))
+			counted := requestsTotal.WithLabelValues("", testZone, row.sc.strategy, string(row.outcome))
 			n := testutil.ToFloat64(counted)
 			resp := f.query(serveName, dns.TypeA)
 			if row.want == nil {
@@ -411,20 +413,65 @@ func TestAnswerFollowsChanges(t *testing.T) {
 
 func equal(got []string, want ...string) bool { return slices.Equal(got, want) }
 
-func TestServfailBeforeSync(t *testing.T) {
+// TestBeforeSync: until mcs has synced, native names go to the next plugin,
+// and only its NXDOMAIN becomes SERVFAIL (the name may be an import mcs
+// does not know yet); clusterset names that need the API get SERVFAIL.
+func TestBeforeSync(t *testing.T) {
 	f := newUnstartedFixture(t, baseConfig(), scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal}.objects()...)
+	f.m.Next = test.HandlerFunc(kubernetesLike)
 	if f.m.Ready() {
 		t.Fatal("ready before start")
 	}
-	for _, name := range []string{serveName, "x.serve.demo.svc.cluster.local.", "serve.demo.svc.clusterset.local.", "demo.svc.clusterset.local."} {
-		if resp := f.query(name, dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
-			t.Errorf("%s: want SERVFAIL before sync, got\n%s", name, resp)
+	servfails := requestsTotal.WithLabelValues("", testZone, strategyNone, string(outcomeServfail))
+	before := testutil.ToFloat64(servfails)
+	for _, name := range []string{serveName, "x.serve.demo.svc.cluster.local.", "_http._tcp.serve.demo.svc.cluster.local.", "demo.svc.cluster.local."} {
+		if resp := f.query(name, dns.TypeA); !passedOn(resp) {
+			t.Errorf("%s: want the next plugin's answer before sync, got\n%s", name, resp)
 		}
 	}
-	if resp := f.query("demo.svc.cluster.local.", dns.TypeA); !passedOn(resp) {
-		t.Errorf("a name that is no service goes on even before sync, got\n%s", resp)
+	if got := testutil.ToFloat64(servfails) - before; got != 0 {
+		t.Errorf("%v SERVFAIL counted for names the next plugin answered", got)
+	}
+	for _, name := range []string{"missing.demo.svc.cluster.local.", "x.missing.demo.svc.cluster.local.", "serve.demo.svc.clusterset.local.", "demo.svc.clusterset.local."} {
+		if resp := f.query(name, dns.TypeA); resp.Rcode != dns.RcodeServerFailure || len(resp.Answer)+len(resp.Ns) != 0 {
+			t.Errorf("%s: want an empty SERVFAIL before sync, got\n%s", name, resp)
+		}
+	}
+	if got := testutil.ToFloat64(servfails) - before; got != 2 {
+		t.Errorf("%v SERVFAIL counted in cluster.local, want 2", got)
+	}
+	// A name that cannot be an import keeps the next plugin's NXDOMAIN.
+	if resp := f.query("missing.svc.cluster.local.", dns.TypeA); resp.Rcode != dns.RcodeNameError {
+		t.Errorf("a namespace name: want the next plugin's NXDOMAIN, got\n%s", resp)
 	}
 	if resp := f.query("dns-version.clusterset.local.", dns.TypeTXT); len(resp.Answer) != 1 {
 		t.Errorf("dns-version needs no state, got\n%s", resp)
+	}
+}
+
+// kubernetesLike is a next plugin that denies names holding "missing" and
+// answers the others with the marker.
+func kubernetesLike(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if !strings.Contains(r.Question[0].Name, "missing") {
+		return answerFromNext(ctx, w, r)
+	}
+	m := new(dns.Msg)
+	m.SetRcode(r, dns.RcodeNameError)
+	m.Ns = []dns.RR{soa(testZone, 5, 1)}
+	return dns.RcodeSuccess, w.WriteMsg(m)
+}
+
+// A metrics recorder right above mcs learns which plugin answered a name
+// mcs passed on, as plugin.NextOrFailure tells it.
+func TestPassedOnToldToRecorder(t *testing.T) {
+	f := newFixture(t, baseConfig())
+	r := new(dns.Msg)
+	r.SetQuestion("plain.demo.svc.cluster.local.", dns.TypeA)
+	rec := metrics.NewRecorder(&test.ResponseWriter{})
+	if _, err := f.m.ServeDNS(context.Background(), rec, r); err != nil {
+		t.Fatal(err)
+	}
+	if !passedOn(rec.Msg) || rec.Plugin != f.m.Next.Name() {
+		t.Fatalf("recorded plugin %q, answer\n%s", rec.Plugin, rec.Msg)
 	}
 }

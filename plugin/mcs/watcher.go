@@ -18,9 +18,14 @@ import (
 )
 
 // startupTimeout is how long start-up waits for the informers, as the
-// kubernetes plugin's default: past it CoreDNS serves, mcs answers SERVFAIL
-// for what it cannot know yet, and keeps trying.
+// kubernetes plugin's default: past it CoreDNS serves, mcs passes native
+// names on (an NXDOMAIN becoming SERVFAIL), and keeps trying.
 const startupTimeout = 5 * time.Second
+
+// importPoll is how often mcs asks whether ServiceImports are served yet
+// when the MCS API CRDs are missing: one discovery request, and imports are
+// picked up that long after the CRDs are installed, without a restart.
+const importPoll = 10 * time.Second
 
 // watcher resolves the cluster name, runs the informers that feed the
 // index, and says when it is ready.
@@ -30,6 +35,7 @@ type watcher struct {
 	idx *index
 
 	startupTimeout time.Duration
+	importPoll     time.Duration
 	ready          atomic.Bool
 	synced         chan struct{} // closed once ready
 	fatal          chan error    // a configuration error found while starting
@@ -51,7 +57,11 @@ type watched struct {
 }
 
 func newWatcher(cfg *config, cl clients, idx *index) *watcher {
-	return &watcher{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, synced: make(chan struct{}), fatal: make(chan error, 1)}
+	w := &watcher{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, importPoll: importPoll, synced: make(chan struct{}), fatal: make(chan error, 1)}
+	if cl.health != nil {
+		cl.health.onChange = w.apiChanged
+	}
+	return w
 }
 
 // start is the OnStartup hook. A configuration error (no cluster name) fails
@@ -74,7 +84,7 @@ func (w *watcher) start() error {
 		cancel()
 		return err
 	case <-timer.C:
-		log.Warningf("starting before the Kubernetes API at %s has synced; multi-cluster names answer SERVFAIL until it has", w.cl.host)
+		log.Warningf("starting before the Kubernetes API at %s has synced; until it has, native names go to the next plugin (its NXDOMAIN becoming SERVFAIL) and clusterset names answer SERVFAIL", w.cl.host)
 		return nil
 	}
 }
@@ -93,25 +103,89 @@ func (w *watcher) stop() error {
 }
 
 func (w *watcher) run(ctx context.Context) {
-	cluster, gv, err := w.prepare(ctx)
+	cluster, gv, served, err := w.prepare(ctx)
 	if err != nil {
 		return // stopped
 	}
 	w.idx.self = cluster
 	w.mu.Lock()
-	w.startInformers(ctx, gv)
+	w.startInformers(ctx)
+	if served {
+		w.startImports(ctx, gv)
+	}
 	watched := w.informers
 	w.mu.Unlock()
-	if !cache.WaitForCacheSync(ctx.Done(), registrationsSynced(watched)...) {
+	if !w.waitSynced(ctx, watched) {
 		return
-	}
-	for _, inf := range watched {
-		informersSynced.WithLabelValues(inf.resource).Set(1)
 	}
 	w.ready.Store(true)
 	close(w.synced)
-	log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", w.cl.host, cluster, gv.Version)
+	if served {
+		log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", w.cl.host, cluster, gv.Version)
+	} else {
+		log.Warningf("synced with the Kubernetes API at %s as cluster %q, which serves no ServiceImport (%s): no imports until the MCS API CRDs are installed; checking every %s", w.cl.host, cluster, mcsv1b1.GroupName, w.importPoll)
+		go w.awaitImports(ctx)
+	}
 	w.watchStale(ctx)
+}
+
+// waitSynced waits until the handlers of ws have seen their initial lists.
+func (w *watcher) waitSynced(ctx context.Context, ws []watched) bool {
+	if !cache.WaitForCacheSync(ctx.Done(), registrationsSynced(ws)...) {
+		return false
+	}
+	for _, inf := range ws {
+		informersSynced.WithLabelValues(inf.resource).Set(1)
+	}
+	return true
+}
+
+// awaitImports starts the ServiceImport informer once the API server serves
+// ServiceImports: a cluster without the MCS API is one without imports,
+// until the CRDs are installed.
+func (w *watcher) awaitImports(ctx context.Context) {
+	t := time.NewTicker(w.importPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		gv, served, err := w.importVersion()
+		if err != nil || !served {
+			continue // an unreachable API server shows in api_status
+		}
+		w.mu.Lock()
+		if ctx.Err() != nil { // stopped: the factories are shut down
+			w.mu.Unlock()
+			return
+		}
+		n := len(w.informers)
+		w.startImports(ctx, gv)
+		imports := w.informers[n:]
+		w.mu.Unlock()
+		if w.waitSynced(ctx, imports) {
+			log.Infof("ServiceImport %s is served now: answering imports", gv.Version)
+		}
+		return
+	}
+}
+
+// apiChanged logs how the API server answers, each time that changes.
+func (w *watcher) apiChanged(s apiStatus, why string) {
+	then := "answering from the last known state"
+	if !w.ready.Load() {
+		then = "not synced: native names go to the next plugin, clusterset names answer SERVFAIL"
+	}
+	switch s {
+	case apiOK:
+		log.Infof("the Kubernetes API at %s answers again", w.cl.host)
+	case apiForbidden:
+		log.Errorf("the Kubernetes API at %s refuses mcs's credentials (%s): see the permissions in mcs's README; %s", w.cl.host, why, then)
+	case apiUnreachable:
+		log.Errorf("cannot reach the Kubernetes API at %s (%s); %s", w.cl.host, why, then)
+	}
 }
 
 func registrationsSynced(ws []watched) []cache.InformerSynced {
@@ -124,16 +198,16 @@ func registrationsSynced(ws []watched) []cache.InformerSynced {
 
 // prepare learns what the informers need, retrying with backoff while the
 // API server cannot be reached; it returns an error only when ctx ends.
-func (w *watcher) prepare(ctx context.Context) (string, schema.GroupVersion, error) {
+// served is false when the API server serves no ServiceImport.
+func (w *watcher) prepare(ctx context.Context) (cluster string, gv schema.GroupVersion, served bool, err error) {
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
 	for {
-		cluster, err := w.clusterName(ctx)
-		var gv schema.GroupVersion
+		cluster, err = w.clusterName(ctx)
 		if err == nil {
-			gv, err = w.importVersion()
+			gv, served, err = w.importVersion()
 		}
 		if err == nil {
-			return cluster, gv, nil
+			return cluster, gv, served, nil
 		}
 		if errors.Is(err, errConfig) {
 			select {
@@ -144,33 +218,38 @@ func (w *watcher) prepare(ctx context.Context) (string, schema.GroupVersion, err
 		log.Errorf("waiting for the Kubernetes API at %s: %v", w.cl.host, err)
 		select {
 		case <-ctx.Done():
-			return "", gv, ctx.Err()
+			return "", gv, false, ctx.Err()
 		case <-time.After(backoff.Step()):
 		}
 	}
 }
 
-// startInformers watches everything answers need. Every factory trims
-// objects to the small structs of objects.go before they are stored.
-func (w *watcher) startInformers(ctx context.Context, gv schema.GroupVersion) {
+// startInformers watches everything answers need but ServiceImports (see
+// startImports). Every factory trims objects to the small structs of
+// objects.go before they are stored. Called with w.mu held.
+func (w *watcher) startInformers(ctx context.Context) {
 	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
 	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(api.LeaseNamespace), informers.WithTransform(trim))
-	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
-
-	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
-	if gv == mcsv1b1.SchemeGroupVersion {
-		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
-	}
 	w.watch("services", kube.Core().V1().Services().Informer(), handle(w.idx.setService))
 	w.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handle(w.idx.setSlice))
 	w.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handle(w.idx.setNamespace))
 	w.watch("leases", leases.Coordination().V1().Leases().Informer(), handle(w.idx.setLease))
-	w.watch("serviceimports", imports, handle(w.idx.setImport))
-
 	kube.Start(ctx.Done())
 	leases.Start(ctx.Done())
+	w.factories = append(w.factories, kube, leases)
+}
+
+// startImports watches the ServiceImports of version gv. Called with w.mu
+// held.
+func (w *watcher) startImports(ctx context.Context, gv schema.GroupVersion) {
+	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
+	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
+	if gv == mcsv1b1.SchemeGroupVersion {
+		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
+	}
+	w.watch("serviceimports", imports, handle(w.idx.setImport))
 	mcs.Start(ctx.Done())
-	w.factories = []interface{ Shutdown() }{kube, leases, mcs}
+	w.factories = append(w.factories, mcs)
 }
 
 func (w *watcher) watch(resource string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,9 +85,9 @@ func TestServiceImportV1alpha1(t *testing.T) {
 	}
 }
 
-// Without the MCS CRDs the plugin keeps trying and is not ready; start-up
-// still succeeds so CoreDNS serves every other name. Once ServiceImports are
-// served it syncs, becomes ready and answers from what the API holds.
+// Without the MCS CRDs a cluster has no imports: the plugin is ready, passes
+// every native name on, and picks ServiceImports up once they are served,
+// without a restart.
 func TestServiceImportNotServed(t *testing.T) {
 	f := newUnstartedFixture(t, baseConfig(),
 		importObj("demo", "serve", []string{vipSet}, nil, withStrategy(string(api.RemoteAndLocal))))
@@ -97,57 +98,50 @@ func TestServiceImportNotServed(t *testing.T) {
 		}
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{}, mcsv1b1.SchemeGroupVersion.String())
 	})
-	f.m.watcher.startupTimeout = 100 * time.Millisecond
+	f.m.watcher.importPoll = 50 * time.Millisecond
 	if err := f.m.watcher.start(); err != nil {
 		t.Fatal(err)
 	}
 	defer f.m.watcher.stop()
-	// Not ready while the CRDs are missing, however long that lasts: past
-	// the first retries, and answering SERVFAIL.
-	for deadline := time.Now().Add(1200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if f.m.Ready() {
-			t.Fatal("ready without ServiceImports")
+	if !f.m.Ready() {
+		t.Fatal("not ready after start without ServiceImports")
+	}
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp := f.query(serveName, dns.TypeA); !passedOn(resp) {
+			t.Fatalf("without ServiceImports a native name goes on, got\n%s", resp)
 		}
 	}
-	if resp := f.query("serve.demo.svc.clusterset.local.", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
-		t.Fatalf("want SERVFAIL before sync, got\n%s", resp)
+	if resp := f.query("serve.demo.svc.clusterset.local.", dns.TypeA); resp.Rcode != dns.RcodeNameError {
+		t.Fatalf("without ServiceImports a clusterset name does not exist, got\n%s", resp)
 	}
 	if got := testutil.ToFloat64(informersSynced.WithLabelValues("serviceimports")); got != 0 {
-		t.Fatalf("informers_synced{resource=serviceimports} = %v before sync", got)
+		t.Fatalf("informers_synced{resource=serviceimports} = %v without ServiceImports", got)
 	}
 	served.Store(true)
-	deadline := time.Now().Add(10 * time.Second) // the retry backoff has grown to 2 s
-	for !f.m.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("not ready 10 s after ServiceImports are served")
-		}
-		time.Sleep(20 * time.Millisecond)
+	f.waitFor(func() bool { return testutil.ToFloat64(informersSynced.WithLabelValues("serviceimports")) == 1 }, "ServiceImports to sync once served")
+	if got := addresses(f.query(serveName, dns.TypeA)); !equal(got, vipSet) {
+		t.Fatalf("want the native name answered by RemoteAndLocal once served, got %v", got)
 	}
-	if f.m.idx.self != self {
-		t.Errorf("cluster %q, want %q", f.m.idx.self, self)
+	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
+		t.Fatalf("want the import's IP once served, got %v", got)
 	}
 	for _, r := range watchedResources {
 		if got := testutil.ToFloat64(informersSynced.WithLabelValues(r)); got != 1 {
-			t.Errorf("informers_synced{resource=%q} = %v after sync", r, got)
+			t.Errorf("informers_synced{resource=%q} = %v once served", r, got)
 		}
-	}
-	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
-		t.Fatalf("want the import's IP once synced, got %v", got)
-	}
-	if got := addresses(f.query(serveName, dns.TypeA)); !equal(got, vipSet) {
-		t.Fatalf("want the native name answered by RemoteAndLocal, got %v", got)
 	}
 }
 
 // An unreachable API server: start-up returns after its timeout without an
-// error, the plugin is not ready, multi-cluster names get SERVFAIL, and
-// shutting down works.
+// error, the plugin is not ready and says why in api_status, native names
+// go on, clusterset names get SERVFAIL, and shutting down works.
 func TestUnreachableAPIServer(t *testing.T) {
 	cl, err := newClients(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := newMCS(baseConfig(), cl)
+	m.Next = test.HandlerFunc(answerFromNext)
 	m.watcher.startupTimeout = 300 * time.Millisecond
 	if err := m.watcher.start(); err != nil {
 		t.Fatalf("start: %v", err)
@@ -155,8 +149,14 @@ func TestUnreachableAPIServer(t *testing.T) {
 	if m.Ready() {
 		t.Fatal("ready without an API server")
 	}
-	if resp := serve(t, m, serveName, dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
+	if resp := serve(t, m, serveName, dns.TypeA); !passedOn(resp) {
+		t.Fatalf("want the next plugin's answer, got\n%s", resp)
+	}
+	if resp := serve(t, m, "serve.demo.svc.clusterset.local.", dns.TypeA); resp.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("want SERVFAIL, got\n%s", resp)
+	}
+	if got := testutil.ToFloat64(apiStatusGauge.WithLabelValues(string(apiUnreachable))); got != 1 {
+		t.Fatalf("api_status{status=unreachable} = %v", got)
 	}
 	if err := m.watcher.stop(); err != nil {
 		t.Fatal(err)

@@ -46,6 +46,24 @@ const (
     }
 }
 `
+	// corefileKubernetesAlone is corefileMCSAndKubernetes without mcs: what
+	// ordinary names cost before coredns-mcs is rolled out.
+	corefileKubernetesAlone = `.:{{.Port}} {
+    bind 127.0.0.1
+    ready 127.0.0.1:{{.ReadyPort}}
+    kubernetes cluster.local {
+        kubeconfig {{.Kubeconfig}} {{.Context}}
+    }
+}
+`
+	// corefileWhoami answers every query without a lookup: the ceiling of
+	// the server, the machine and dnsperf.
+	corefileWhoami = `.:{{.Port}} {
+    bind 127.0.0.1
+    ready 127.0.0.1:{{.ReadyPort}}
+    whoami
+}
+`
 	// corefileMCS holds only what mcs holds, for the memory comparison.
 	corefileMCS = `.:{{.Port}} {
     bind 127.0.0.1

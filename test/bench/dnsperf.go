@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type perfRun struct {
 	sent     int
 	lost     int
 	rcodes   map[string]int
+	// cpu is the CPU time the server spent per answered query: unlike QPS,
+	// it hardly moves with what else runs on the machine.
+	cpu time.Duration
 }
 
 var (
@@ -37,12 +41,12 @@ var (
 	reLost = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
 )
 
-// writeQueryFile writes one A query per name of zone z, in order.
-func writeQueryFile(o options, z zone) (string, error) {
-	path := filepath.Join(o.outDir, z.domain+".queries")
+// writeQueryFile writes one A query per name of qs, in order.
+func writeQueryFile(o options, qs querySet) (string, error) {
+	path := filepath.Join(o.outDir, qs.file)
 	var b strings.Builder
-	for i := range z.count(o) {
-		fmt.Fprintf(&b, "%s A\n", strings.TrimSuffix(qname(o, z, i), "."))
+	for i := range qs.count(o) {
+		fmt.Fprintf(&b, "%s A\n", strings.TrimSuffix(qs.name(o, i), "."))
 	}
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -68,6 +72,7 @@ func dnsperf(ctx context.Context, o options, s *server, queries string, rate int
 	if err != nil {
 		return perfRun{}, err
 	}
+	cpu0, cerr := cpuTime(s.Pid())
 	if err := cmd.Start(); err != nil {
 		return perfRun{}, fmt.Errorf("starting dnsperf: %w", err)
 	}
@@ -78,6 +83,13 @@ func dnsperf(ctx context.Context, o options, s *server, queries string, rate int
 	}
 	if perr != nil {
 		return perfRun{}, perr
+	}
+	cpu1, cerr1 := cpuTime(s.Pid())
+	if err := errors.Join(cerr, cerr1); err != nil {
+		return perfRun{}, err
+	}
+	if answered := len(latencies); answered > 0 {
+		run.cpu = (cpu1 - cpu0) / time.Duration(answered)
 	}
 	for range run.lost {
 		latencies = append(latencies, dnsperfTimeout)
@@ -124,55 +136,76 @@ func parseDnsperf(r io.Reader) (perfRun, []time.Duration, error) {
 	return run, latencies, nil
 }
 
+// cpuTime is the user and system CPU time process pid has used, from
+// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, may hold spaces: count from its ")".
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // percentile of sorted values, nearest rank.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
 	return sorted[max(0, i)]
 }
 
-// comparison is one zone's figures for both sides (index 0 mcs, 1 kubernetes).
-type comparison struct {
-	zone      zone
+// contest compares two processes on one query set in alternating runs:
+// the ratio sides[0] / sides[1] is held against its targets.
+type contest struct {
+	name    string // as in the table
+	queries querySet
+	sides   [2]side
+	minQPS  float64 // target: QPS ratio at least
+	maxP99  float64 // target: p99 ratio at most; 0 for none, and no fixed-rate runs
+
 	saturated [2][]perfRun
 	fixed     [2][]perfRun
 	rate      int // offered QPS of the fixed-rate runs
 }
 
-// compareQueries runs, per zone, -rounds saturating runs per side, the
-// order alternating between rounds, then as many fixed-rate runs at -load
+// run does -rounds saturating runs per side, the order alternating between
+// rounds, then, when c has a p99 target, as many fixed-rate runs at -load
 // times the slower side's mean QPS.
-func compareQueries(ctx context.Context, o options, sides [2]side) ([]comparison, error) {
-	var out []comparison
-	for _, z := range zones {
-		queries, err := writeQueryFile(o, z)
-		if err != nil {
-			return nil, err
-		}
-		c := comparison{zone: z}
-		if err := c.rounds(ctx, o, sides, queries, 0, &c.saturated); err != nil {
-			return nil, err
-		}
-		c.rate = int(o.load * min(meanQPS(c.saturated[0]), meanQPS(c.saturated[1])))
-		if err := c.rounds(ctx, o, sides, queries, c.rate, &c.fixed); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
+func (c *contest) run(ctx context.Context, o options) error {
+	queries, err := writeQueryFile(o, c.queries)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	if err := c.rounds(ctx, o, queries, 0, &c.saturated); err != nil {
+		return err
+	}
+	if c.maxP99 == 0 {
+		return nil
+	}
+	c.rate = int(o.load * min(meanQPS(c.saturated[0]), meanQPS(c.saturated[1])))
+	return c.rounds(ctx, o, queries, c.rate, &c.fixed)
 }
 
-func (c *comparison) rounds(ctx context.Context, o options, sides [2]side, queries string, rate int, into *[2][]perfRun) error {
+func (c *contest) rounds(ctx context.Context, o options, queries string, rate int, into *[2][]perfRun) error {
 	for r := range o.rounds {
 		order := []int{0, 1}
 		if r%2 == 1 {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			run, err := dnsperf(ctx, o, sides[i].srv, queries, rate)
+			run, err := dnsperf(ctx, o, c.sides[i].srv, queries, rate)
 			if err != nil {
 				return err
 			}
-			log.Printf("%s, %s, rate %s: %.0f QPS, p50 %s, p99 %s, lost %d, %v", c.zone.name, sides[i].name, rateName(rate),
+			log.Printf("%s, %s, rate %s: %.0f QPS, p50 %s, p99 %s, lost %d, %v", c.name, c.sides[i].name, rateName(rate),
 				run.qps, run.p50, run.p99, run.lost, run.rcodes)
 			into[i] = append(into[i], run)
 		}
@@ -189,6 +222,10 @@ func rateName(rate int) string {
 
 func meanQPS(runs []perfRun) float64 {
 	return mean(runs, func(r perfRun) float64 { return r.qps })
+}
+
+func meanCPU(runs []perfRun) time.Duration {
+	return time.Duration(mean(runs, func(r perfRun) float64 { return float64(r.cpu) }))
 }
 
 func meanP99(runs []perfRun) time.Duration {

@@ -56,6 +56,7 @@ type world struct {
 
 	// Filled by ensure, indexed by service number.
 	serviceIPs []string // ClusterIP of svc-<i>: the kubernetes plugin's native answer
+	plainIPs   []string // ClusterIP of plain-<i>, a Service without import: mcs passes its name on
 }
 
 func newWorld(o options) (*world, error) {
@@ -91,7 +92,12 @@ func clusterName(c int) string { return "remote-" + strconv.Itoa(c+1) }
 
 func sliceName(c, i int) string { return api.ImportedPrefix + clusterName(c) + "-" + serviceName(i) }
 
+// plainName is a Service without an import: its name is an ordinary one.
+func plainName(i int) string { return "plain-" + strconv.Itoa(i) }
+
 func (w *world) serviceIP(i int) string { return w.serviceIPs[i] }
+
+func (w *world) plainIP(i int) string { return w.plainIPs[i] }
 
 // importIP is the import's spec.ips: mcs's native answer, and every
 // clusterset answer.
@@ -132,7 +138,23 @@ func (w *world) ensure(ctx context.Context) (objectCounts, error) {
 	if err != nil {
 		return objectCounts{}, err
 	}
-	counts := objectCounts{total: n*(1+w.opts.clusters) + w.opts.native, created: int(created.Load()), took: time.Since(start)}
+	w.plainIPs = make([]string, w.opts.plain)
+	err = parallel(ctx, w.opts.workers, w.opts.plain, newProgress("plain services written", w.opts.plain), func(i int) error {
+		ip, ok := have.serviceIPs[plainName(i)]
+		if !ok {
+			var err error
+			if ip, err = w.createService(ctx, plainName(i)); err != nil {
+				return err
+			}
+			created.Add(1)
+		}
+		w.plainIPs[i] = ip
+		return nil
+	})
+	if err != nil {
+		return objectCounts{}, err
+	}
+	counts := objectCounts{total: n*(1+w.opts.clusters) + w.opts.native + w.opts.plain, created: int(created.Load()), took: time.Since(start)}
 	log.Printf("%d objects in namespace %s, %d of them written in %s", counts.total, w.opts.namespace, counts.created, counts.took.Round(time.Second))
 	return counts, nil
 }

@@ -15,14 +15,15 @@ import (
 
 // results is everything the report shows.
 type results struct {
-	opts    options
-	started time.Time
-	load    string // load averages when the run started
-	elapsed time.Duration
-	goBench []string
-	objects objectCounts
-	memory  memoryResult
-	dns     []comparison
+	opts     options
+	started  time.Time
+	load     string // load averages when the run started
+	elapsed  time.Duration
+	goBench  []string
+	objects  objectCounts
+	memory   memoryResult
+	dns      []*contest
+	failover failoverResult
 }
 
 // write prints the report to out and saves it to path.
@@ -39,8 +40,8 @@ func (r *results) markdown() string {
 	o := r.opts
 	fmt.Fprintf(&b, "# coredns-mcs benchmarks\n\n")
 	fmt.Fprintf(&b, "%s; %s; load average %s at the start\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"), machine(o), r.load)
-	fmt.Fprintf(&b, "%d imported services × %d clusters × %d endpoints, %d of the services with a ClusterIP Service too, in namespace %s of %s: %d objects, %d written in %s.\n\n",
-		o.services, o.clusters, o.endpoints, o.native, o.namespace, o.context, r.objects.total, r.objects.created, r.objects.took.Round(time.Second))
+	fmt.Fprintf(&b, "%d imported services × %d clusters × %d endpoints, %d of the services with a ClusterIP Service too, and %d Services without import, in namespace %s of %s: %d objects, %d written in %s.\n\n",
+		o.services, o.clusters, o.endpoints, o.native, o.plain, o.namespace, o.context, r.objects.total, r.objects.created, r.objects.took.Round(time.Second))
 	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes BENCH_FLAGS).\n\n", strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " "))
 	r.summary(&b)
 	r.details(&b)
@@ -50,24 +51,46 @@ func (r *results) markdown() string {
 
 // summary is the table of ratios against the targets (README.md, Performance).
 func (r *results) summary(b *strings.Builder) {
-	fmt.Fprintf(b, "| benchmark | mcs | kubernetes | mcs / kubernetes | target | met |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| benchmark | measured | reference | ratio | target | met |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.dns {
-		row(b, c.zone.name+": QPS, max load", meanQPS(c.saturated[0]), meanQPS(c.saturated[1]), qps, true)
-		row(b, c.zone.name+": p99, max load", float64(meanP99(c.saturated[0])), float64(meanP99(c.saturated[1])), latency, false)
-		row(b, fmt.Sprintf("%s: p99 at %d QPS", c.zone.name, c.rate), float64(meanP99(c.fixed[0])), float64(meanP99(c.fixed[1])), latency, false)
+		row(b, c.name+": QPS, max load", meanQPS(c.saturated[0]), meanQPS(c.saturated[1]), qps, atLeast(c.minQPS))
+		row(b, c.name+": CPU per query, max load", float64(meanCPU(c.saturated[0])), float64(meanCPU(c.saturated[1])), micros, target{})
+		if c.maxP99 == 0 {
+			continue
+		}
+		row(b, c.name+": p99, max load", float64(meanP99(c.saturated[0])), float64(meanP99(c.saturated[1])), latency, atMost(c.maxP99))
+		row(b, fmt.Sprintf("%s: p99 at %d QPS", c.name, c.rate), float64(meanP99(c.fixed[0])), float64(meanP99(c.fixed[1])), latency, atMost(c.maxP99))
 	}
+	f := r.failover
+	fmt.Fprintf(b, "| LocalFirst failover through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", len(f.over),
+		pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, yesNo(pct(f.over, 0.99) <= maxFailoverP99))
 	m := r.memory
-	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, false)
+	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, atMost(1))
 }
 
-func row(b *strings.Builder, name string, mcs, kube float64, format func(float64) string, higherBetter bool) {
-	ratio := mcs / kube
-	target, met := "≤ 1.00", ratio <= 1
-	if higherBetter {
-		target, met = "≥ 1.00", ratio >= 1
-	}
-	fmt.Fprintf(b, "| %s | %s | %s | %.2f | %s | %s |\n", name, format(mcs), format(kube), ratio, target, yesNo(met))
+// target is a bound on a ratio; none (0) for a figure shown to explain the
+// others.
+type target struct {
+	bound float64
+	min   bool // the ratio must be at least bound; else at most
 }
+
+func atLeast(v float64) target { return target{bound: v, min: true} }
+func atMost(v float64) target  { return target{bound: v} }
+
+func row(b *strings.Builder, name string, measured, reference float64, format func(float64) string, t target) {
+	ratio := measured / reference
+	want, met := fmt.Sprintf("≤ %.2f", t.bound), yesNo(ratio <= t.bound)
+	switch {
+	case t.bound == 0:
+		want, met = "", ""
+	case t.min:
+		want, met = fmt.Sprintf("≥ %.2f", t.bound), yesNo(ratio >= t.bound)
+	}
+	fmt.Fprintf(b, "| %s | %s | %s | %.2f | %s | %s |\n", name, format(measured), format(reference), ratio, want, met)
+}
+
+func micros(v float64) string { return fmt.Sprintf("%.1f µs", v/float64(time.Microsecond)) }
 
 func qps(v float64) string { return fmt.Sprintf("%.0f", v) }
 
@@ -88,16 +111,15 @@ func (r *results) details(b *strings.Builder) {
 	o := r.opts
 	fmt.Fprintf(b, "\n## dnsperf runs\n\n")
 	fmt.Fprintf(b, "UDP, %s per run, -c %d -q %d, %d runs per side and load in alternating order; ratios of the means. ", o.duration, o.clients, o.outstanding, o.rounds)
-	fmt.Fprintf(b, "Every name was checked first to answer NOERROR with exactly the expected A record on each side.\n\n")
-	fmt.Fprintf(b, "| zone | side | load | QPS | p50 | p99 | sent | lost | response codes |\n|---|---|---|---|---|---|---|---|---|\n")
-	names := [2]string{"mcs", "kubernetes"}
+	fmt.Fprintf(b, "Every name was checked first to answer NOERROR with exactly the expected A record on each side (whoami: NOERROR).\n\n")
+	fmt.Fprintf(b, "| benchmark | side | load | QPS | p50 | p99 | CPU per query | sent | lost | response codes |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.dns {
-		for i, name := range names {
+		for i, s := range c.sides {
 			for _, run := range c.saturated[i] {
-				runRow(b, c.zone.name, name, "max", run)
+				runRow(b, c.name, s.name, "max", run)
 			}
 			for _, run := range c.fixed[i] {
-				runRow(b, c.zone.name, name, fmt.Sprintf("%d QPS", c.rate), run)
+				runRow(b, c.name, s.name, fmt.Sprintf("%d QPS", c.rate), run)
 			}
 		}
 	}
@@ -117,8 +139,8 @@ func runRow(b *strings.Builder, zone, side, load string, r perfRun) {
 	for _, k := range slices.Sorted(maps.Keys(r.rcodes)) {
 		codes = append(codes, fmt.Sprintf("%s %d", k, r.rcodes[k]))
 	}
-	fmt.Fprintf(b, "| %s | %s | %s | %.0f | %s | %s | %d | %d | %s |\n", zone, side, load, r.qps,
-		latency(float64(r.p50)), latency(float64(r.p99)), r.sent, r.lost, strings.Join(codes, ", "))
+	fmt.Fprintf(b, "| %s | %s | %s | %.0f | %s | %s | %s | %d | %d | %s |\n", zone, side, load, r.qps,
+		latency(float64(r.p50)), latency(float64(r.p99)), micros(float64(r.cpu)), r.sent, r.lost, strings.Join(codes, ", "))
 }
 
 // machine describes where the run happened.

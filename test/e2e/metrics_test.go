@@ -96,8 +96,8 @@ func (p *coredns) expectMetric(t *testing.T, s string, want float64) {
 }
 
 // requests is the series of coredns_mcs_requests_total.
-func requests(zone, strategy, outcome string) string {
-	return series("coredns_mcs_requests_total", "zone", zone, "strategy", strategy, "outcome", outcome)
+func requests(s *server, zone, strategy, outcome string) string {
+	return series("coredns_mcs_requests_total", "server", "dns://"+s.addr, "zone", zone, "strategy", strategy, "outcome", outcome)
 }
 
 // mcsCounters are the metrics that count mcs's answers.
@@ -144,15 +144,15 @@ func TestMetrics(t *testing.T) {
 		counted []string // series that one query adds 1 to; no other counter of mcs changes
 	}{
 		{"LocalFirst local", nil, lf, answer(s.addrs(lf, f.clusterIP("lf"))),
-			[]string{requests("cluster.local.", localFirst, "local")}},
+			[]string{requests(s, "cluster.local.", localFirst, "local")}},
 		{"LocalFirst fallback", func() { f.apply(f.ownSlice("lf", ep("10.10.9.1").unready())) }, lf, answer(s.addrs(lf, setVIP)),
-			[]string{requests("cluster.local.", localFirst, "remote"), series("coredns_mcs_local_fallbacks_total")}},
+			[]string{requests(s, "cluster.local.", localFirst, "remote"), series("coredns_mcs_local_fallbacks_total")}},
 		{"RemoteAndLocal", nil, ral, answer(s.addrs(ral, setVIP)),
-			[]string{requests("cluster.local.", remoteAndLocal, "combined")}},
+			[]string{requests(s, "cluster.local.", remoteAndLocal, "combined")}},
 		{"clusterset", nil, ralSet, answer(s.addrs(ralSet, setVIP)),
-			[]string{requests("clusterset.local.", "none", "combined")}},
+			[]string{requests(s, "clusterset.local.", "none", "combined")}},
 		{"clusterset NXDOMAIN", nil, missing, s.nxdomain("clusterset.local."),
-			[]string{requests("clusterset.local.", "none", "nxdomain")}},
+			[]string{requests(s, "clusterset.local.", "none", "nxdomain")}},
 		{"not multi-cluster: not counted", nil, f.native("plain"), answer(s.addrs(f.native("plain"), f.clusterIP("plain"))), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,23 +26,26 @@ import (
 // name, so that it leaves them alone (the Services have no selector).
 const ownManager = "e2e.coredns-mcs.io"
 
-// fixture writes the objects of one test into a fresh namespace of member1,
-// the cluster coredns watches.
+// fixture writes the objects of one test into a fresh namespace of the
+// cluster coredns watches: member1, unless a test says otherwise.
 type fixture struct {
-	t   *testing.T
-	lab *labtest.Lab
-	ns  string
+	t       *testing.T
+	lab     *labtest.Lab
+	cluster string
+	ns      string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureIn(t, labtest.Member1) }
+
+func newFixtureIn(t *testing.T, cluster string) *fixture {
 	t.Helper()
 	lab := labtest.Get(t)
-	return &fixture{t: t, lab: lab, ns: lab.Namespace(t, labtest.Member1)}
+	return &fixture{t: t, lab: lab, cluster: cluster, ns: lab.Namespace(t, cluster)}
 }
 
 func (f *fixture) apply(objs ...runtime.Object) {
 	f.t.Helper()
-	f.lab.Apply(f.t, labtest.Member1, objs...)
+	f.lab.Apply(f.t, f.cluster, objs...)
 }
 
 // native is labels... <ns>.svc.cluster.local.
@@ -87,7 +90,7 @@ func (f *fixture) service(name string, headless bool) *corev1.Service {
 // clusterIP is the address the API server gave Service name.
 func (f *fixture) clusterIP(name string) string {
 	f.t.Helper()
-	svc, err := f.lab.Client(f.t, labtest.Member1).CoreV1().Services(f.ns).Get(f.t.Context(), name, metav1.GetOptions{})
+	svc, err := f.lab.Client(f.t, f.cluster).CoreV1().Services(f.ns).Get(f.t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -163,7 +166,7 @@ func (f *fixture) slice(svc string, eps []endpoint) *discoveryv1.EndpointSlice {
 
 func (f *fixture) deleteSlice(s *discoveryv1.EndpointSlice) {
 	f.t.Helper()
-	err := f.lab.Client(f.t, labtest.Member1).DiscoveryV1().EndpointSlices(f.ns).Delete(f.t.Context(), s.Name, metav1.DeleteOptions{})
+	err := f.lab.Client(f.t, f.cluster).DiscoveryV1().EndpointSlices(f.ns).Delete(f.t.Context(), s.Name, metav1.DeleteOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -172,7 +175,7 @@ func (f *fixture) deleteSlice(s *discoveryv1.EndpointSlice) {
 func (f *fixture) deleteImport(name string) {
 	f.t.Helper()
 	gvr := mcsv1beta1.SchemeGroupVersion.WithResource("serviceimports")
-	err := f.lab.Dynamic(f.t, labtest.Member1).Resource(gvr).Namespace(f.ns).Delete(f.t.Context(), name, metav1.DeleteOptions{})
+	err := f.lab.Dynamic(f.t, f.cluster).Resource(gvr).Namespace(f.ns).Delete(f.t.Context(), name, metav1.DeleteOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -212,7 +215,7 @@ func (f *fixture) lease(cluster string, renewed time.Time, seconds int32) {
 			LeaseDurationSeconds: ptr.To(seconds),
 		},
 	})
-	client := f.lab.Client(f.t, labtest.Member1)
+	client := f.lab.Client(f.t, f.cluster)
 	f.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

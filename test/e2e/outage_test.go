@@ -22,16 +22,20 @@ import (
 
 // TestAPIOutage: coredns-mcs starts while member1's API server cannot be
 // reached, serves once it can, and keeps answering from what it knows when
-// it goes away again. The API server sits behind a proxy the test switches.
+// it goes away again; api_status says which, and ordinary names keep the
+// answers of the kubernetes plugin (which reaches the API) throughout. The
+// API server sits behind a proxy the test switches.
 func TestAPIOutage(t *testing.T) {
 	f := newFixture(t)
 	f.apply(
 		f.serviceImport("api", importSpec{strategy: remoteAndLocal, ips: []string{"10.99.0.7"}}),
 		f.importedSlice("api", member2, ep("10.12.6.1")),
 	)
+	qs := f.ordinary()
 	proxy, kubeconfig := newAPIProxy(t)
-	p := startCoreDNS(t, config{blocks: []block{vipBlock}, kubeconfig: kubeconfig})
-	s := p.servers[0]
+	p := startCoreDNS(t, config{blocks: []block{vipBlock, kubernetesBlock}, kubeconfig: kubeconfig})
+	s, kube := p.servers[0], p.servers[1]
+	apiStatus := func(status string) string { return series("coredns_mcs_api_status", "status", status) }
 	native, clusterset := f.native("api"), f.clusterset("api")
 	step := func(name string, fn func(t *testing.T)) {
 		if !t.Run(name, fn) {
@@ -52,10 +56,12 @@ func TestAPIOutage(t *testing.T) {
 		version := "dns-version.clusterset.local."
 		s.expect(t, version, dns.TypeTXT, answer([]string{rr(`%s %d IN TXT "1.0.0"`, version, s.ttl)}))
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
+		p.expectMetric(t, apiStatus("unreachable"), 1)
+		expectOrdinary(t, s, kube, qs, true)
 		m := p.scrape(t)
 		for _, zone := range []string{"cluster.local.", "clusterset.local."} {
-			if n := m[requests(zone, "none", "servfail")]; n < 1 {
-				t.Errorf("%s = %v, want at least 1", requests(zone, "none", "servfail"), n)
+			if n := m[requests(s, zone, "none", "servfail")]; n < 1 {
+				t.Errorf("%s = %v, want at least 1", requests(s, zone, "none", "servfail"), n)
 			}
 		}
 	})
@@ -66,6 +72,9 @@ func TestAPIOutage(t *testing.T) {
 		s.expect(t, native, dns.TypeA, answer(s.addrs(native, "10.99.0.7")))
 		s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, "10.99.0.7")))
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
+		p.expectMetric(t, apiStatus("ok"), 1)
+		p.expectLog(t, "the Kubernetes API at https://"+proxy.addr+" answers again")
+		expectOrdinary(t, s, kube, qs, false)
 	})
 
 	step("answers from the last known state while the API server is gone", func(t *testing.T) {
@@ -85,11 +94,15 @@ func TestAPIOutage(t *testing.T) {
 		if err := process.HTTPOK(p.readyURL)(t.Context()); err != nil {
 			t.Error(err)
 		}
+		p.expectMetric(t, apiStatus("unreachable"), 1)
+		p.expectLog(t, "cannot reach the Kubernetes API at https://"+proxy.addr, "answering from the last known state")
+		expectOrdinary(t, s, kube, qs, false)
 	})
 
 	step("catches up when the API server is back", func(t *testing.T) {
 		proxy.up(t)
 		s.expectWithin(t, 45*time.Second, native, dns.TypeA, answer(s.addrs(native, "10.99.0.8")))
+		p.expectMetric(t, apiStatus("ok"), 1)
 	})
 }
 

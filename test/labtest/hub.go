@@ -1,20 +1,15 @@
 package labtest
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -30,20 +25,7 @@ var crdOnce sync.Once
 func (l *Lab) InstallCRDs(t testing.TB) {
 	t.Helper()
 	crdOnce.Do(func() { l.ApplyYAML(t, Hub, string(crds.MultiClusterService)) })
-	crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	Eventually(t, 30*time.Second, func(ctx context.Context) error {
-		u, err := l.Dynamic(t, Hub).Resource(crd).Get(ctx, "multiclusterservices.mcs.coredns-mcs.io", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return nil
-			}
-		}
-		return fmt.Errorf("CRD %s is not Established", u.GetName())
-	})
+	l.WaitEstablished(t, Hub, "multiclusterservices.mcs.coredns-mcs.io")
 }
 
 // MembersKubeconfig writes a kubeconfig with one context per member and none

@@ -1,0 +1,188 @@
+//go:build lab
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+// ordinaryQuery is a name mcs passes on, with what the kubernetes plugin
+// answers it.
+type ordinaryQuery struct {
+	qname     string
+	qtype     uint16
+	rcode, an int
+}
+
+// ordinary writes a plain ClusterIP Service and a headless one with an
+// endpoint, and returns their names and a missing one.
+func (f *fixture) ordinary() []ordinaryQuery {
+	f.t.Helper()
+	f.apply(
+		f.service("plain", false),
+		f.ownSlice("plain", ep("10.10.7.1")),
+		f.service("hl", true),
+		f.ownSlice("hl", ep("10.10.7.2").named("hl-0")),
+	)
+	return []ordinaryQuery{
+		{f.native("plain"), dns.TypeA, dns.RcodeSuccess, 1},
+		{f.native("plain"), dns.TypeSRV, dns.RcodeSuccess, 2},
+		{f.native("hl"), dns.TypeA, dns.RcodeSuccess, 1},
+		{f.native("hl-0", "hl"), dns.TypeA, dns.RcodeSuccess, 1},
+		{f.native("missing"), dns.TypeA, dns.RcodeNameError, 0},
+	}
+}
+
+// expectOrdinary checks that s answers every query as kube, the kubernetes
+// plugin alone, does, byte for byte. A denial is compared but for its SOA
+// serial: two kubernetes plugins' serials are the second each saw the last
+// change, which may differ by one. Before mcs has synced (unsynced), a name
+// kube denies is SERVFAIL instead: it may be an import mcs does not know of
+// yet.
+func expectOrdinary(t *testing.T, s, kube *server, qs []ordinaryQuery, unsynced bool) {
+	t.Helper()
+	for _, q := range qs {
+		if q.rcode != dns.RcodeNameError {
+			expectSame(t, s, kube, q.qname, q.qtype, q.rcode, q.an)
+			continue
+		}
+		expectSame(t, kube, kube, q.qname, q.qtype, q.rcode, q.an) // kube denies it
+		want := servfail
+		if !unsynced {
+			m, err := kube.ask(t.Context(), q.qname, q.qtype, "udp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = summarize(m)
+		}
+		s.expect(t, q.qname, q.qtype, want)
+	}
+}
+
+// TestWithoutPermissions: mcs with credentials that may read nothing never
+// syncs. It stays not ready, says why in the log and in api_status, and
+// every ordinary name keeps the kubernetes plugin's answer.
+func TestWithoutPermissions(t *testing.T) {
+	f := newFixture(t)
+	qs := f.ordinary()
+	p := startCoreDNS(t, config{blocks: []block{vipBlock, kubernetesBlock}, kubeconfig: f.powerlessKubeconfig()})
+	s, kube := p.servers[0], p.servers[1]
+	expectOrdinary(t, s, kube, qs, true)
+	p.expectMetric(t, series("coredns_mcs_api_status", "status", "forbidden"), 1)
+	p.expectLog(t, "refuses mcs's credentials", "403 Forbidden", "not synced")
+	if code, body, err := process.HTTPGet(t.Context(), p.readyURL); err != nil || code != http.StatusServiceUnavailable {
+		t.Errorf("/ready: %d %q, %v; want 503", code, body, err)
+	}
+}
+
+// powerlessKubeconfig is the lab's kubeconfig whose context of f's cluster
+// authenticates as a new ServiceAccount without any role: it may discover
+// the API and read nothing.
+func (f *fixture) powerlessKubeconfig() string {
+	f.t.Helper()
+	ctx := f.t.Context()
+	client := f.lab.Client(f.t, f.cluster)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "powerless"}}
+	if _, err := client.CoreV1().ServiceAccounts(f.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	tr, err := client.CoreV1().ServiceAccounts(f.ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(f.lab.Kubeconfig())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cfg.AuthInfos["powerless"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[f.cluster].AuthInfo = "powerless"
+	path := filepath.Join(f.t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+const serviceImportCRD = "serviceimports.multicluster.x-k8s.io"
+
+// TestServiceImportCRDLater: in a cluster without the ServiceImport CRD
+// (the lab's hub, whose controller reads no ServiceImports) mcs is ready
+// with no imports and ordinary names keep the kubernetes plugin's answers;
+// once the CRD is installed, imports are answered without a restart. The
+// test installs a copy of member1's CRD on the hub and removes it at the end.
+func TestServiceImportCRDLater(t *testing.T) {
+	lab := labtest.Get(t)
+	crds := lab.Dynamic(t, labtest.Hub).Resource(labtest.CRDs)
+	if _, err := crds.Get(t.Context(), serviceImportCRD, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the hub must not serve ServiceImports for this test (someone else's CRD?): get %s: %v", serviceImportCRD, err)
+	}
+	f := newFixtureIn(t, labtest.Hub)
+	qs := f.ordinary()
+	p := startCoreDNS(t, config{blocks: []block{vipBlock, kubernetesBlock}, context: labtest.Hub})
+	p.waitReady(t, 20*time.Second)
+	s, kube := p.servers[0], p.servers[1]
+	p.expectLog(t, "serves no ServiceImport", "no imports until the MCS API CRDs are installed")
+	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
+	expectOrdinary(t, s, kube, qs, false)
+
+	installServiceImportCRD(t, lab)
+	f.apply(
+		f.serviceImport("imp", importSpec{strategy: remoteAndLocal, ips: []string{"10.99.0.9"}}),
+		f.importedSlice("imp", member2, ep("10.12.7.1")),
+	)
+	native, clusterset := f.native("imp"), f.clusterset("imp")
+	// One discovery poll (10 s) after the CRD is served, then one list.
+	s.expectWithin(t, 30*time.Second, native, dns.TypeA, answer(s.addrs(native, "10.99.0.9")))
+	s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, "10.99.0.9")))
+	p.expectLog(t, "ServiceImport v1beta1 is served now")
+	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
+	expectOrdinary(t, s, kube, qs, false)
+}
+
+// installServiceImportCRD copies member1's ServiceImport CRD to the hub,
+// waits until it is established, and deletes it when the test ends.
+func installServiceImportCRD(t *testing.T, lab *labtest.Lab) {
+	t.Helper()
+	crd, err := lab.Dynamic(t, labtest.Member1).Resource(labtest.CRDs).Get(t.Context(), serviceImportCRD, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(crd.Object, "status")
+	for _, field := range []string{"uid", "creationTimestamp", "generation"} {
+		unstructured.RemoveNestedField(crd.Object, "metadata", field)
+	}
+	hub := lab.Dynamic(t, labtest.Hub).Resource(labtest.CRDs)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := hub.Delete(ctx, serviceImportCRD, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the hub's %s: %v", serviceImportCRD, err)
+			return
+		}
+		for ctx.Err() == nil { // gone before the next test looks
+			if _, err := hub.Get(ctx, serviceImportCRD, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Errorf("the hub's %s is still there", serviceImportCRD)
+	})
+	lab.Apply(t, labtest.Hub, crd)
+	lab.WaitEstablished(t, labtest.Hub, serviceImportCRD)
+}
