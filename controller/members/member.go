@@ -258,27 +258,30 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	}
 	kube := informers.NewSharedInformerFactoryWithOptions(m.Kube, 0, informers.WithTransform(trimManagedFields))
 	dyn := dynamicinformer.NewDynamicSharedInformerFactory(m.Dyn, 0)
-	m.services = kube.Core().V1().Services().Informer()
-	m.slices = kube.Discovery().V1().EndpointSlices().Informer()
-	m.namespaces = kube.Core().V1().Namespaces().Informer()
-	m.exports = dyn.ForResource(exports).Informer()
-	m.imports = dyn.ForResource(imports).Informer()
-	if err := m.slices.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
+	services := kube.Core().V1().Services().Informer()
+	slicesInf := kube.Discovery().V1().EndpointSlices().Informer()
+	namespaces := kube.Core().V1().Namespaces().Informer()
+	exportsInf := dyn.ForResource(exports).Informer()
+	importsInf := dyn.ForResource(imports).Informer()
+	if err := slicesInf.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
 		return err
 	}
-	for _, inf := range []cache.SharedIndexInformer{m.exports, m.imports} {
+	for _, inf := range []cache.SharedIndexInformer{exportsInf, importsInf} {
 		if err := inf.SetTransform(toTyped); err != nil {
 			return err
 		}
 	}
-	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){m.services: h.Services, m.slices: h.Slices, m.exports: h.Exports, m.imports: h.Imports} {
+	// Readers check started (under mu) before they touch the informers:
+	// they are published with it.
+	m.mu.Lock()
+	m.services, m.slices, m.namespaces, m.exports, m.imports = services, slicesInf, namespaces, exportsInf, importsInf
+	m.Exports, m.Imports, m.started = exports, imports, true
+	m.mu.Unlock()
+	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){services: h.Services, slicesInf: h.Slices, exportsInf: h.Exports, importsInf: h.Imports} {
 		if _, err := inf.AddEventHandler(handler(m.Name, fn)); err != nil {
 			return err
 		}
 	}
-	m.mu.Lock()
-	m.Exports, m.Imports, m.started = exports, imports, true
-	m.mu.Unlock()
 	kube.Start(ctx.Done())
 	dyn.Start(ctx.Done())
 	go func() {
@@ -394,31 +397,42 @@ func boolGauge(b bool) float64 {
 
 // Service is the member's Service namespace/name, or nil.
 func (m *Member) Service(namespace, name string) *corev1.Service {
-	obj := m.get(m.services, namespace, name)
-	s, _ := obj.(*corev1.Service)
+	if !m.isStarted() {
+		return nil
+	}
+	s, _ := get(m.services, namespace, name).(*corev1.Service)
 	return s
 }
 
 // Export is the member's ServiceExport namespace/name, or nil.
 func (m *Member) Export(namespace, name string) *mcsv1b1.ServiceExport {
-	e, _ := m.get(m.exports, namespace, name).(*mcsv1b1.ServiceExport)
+	if !m.isStarted() {
+		return nil
+	}
+	e, _ := get(m.exports, namespace, name).(*mcsv1b1.ServiceExport)
 	return e
 }
 
 // Import is the member's ServiceImport namespace/name, or nil.
 func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
-	i, _ := m.get(m.imports, namespace, name).(*mcsv1b1.ServiceImport)
+	if !m.isStarted() {
+		return nil
+	}
+	i, _ := get(m.imports, namespace, name).(*mcsv1b1.ServiceImport)
 	return i
 }
 
 // HasNamespace reports whether the member has the namespace.
 func (m *Member) HasNamespace(name string) bool {
-	return m.get(m.namespaces, "", name) != nil
+	return m.isStarted() && get(m.namespaces, "", name) != nil
 }
 
 // Slice is the member's EndpointSlice namespace/name, or nil.
 func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
-	s, _ := m.get(m.slices, namespace, name).(*discoveryv1.EndpointSlice)
+	if !m.isStarted() {
+		return nil
+	}
+	s, _ := get(m.slices, namespace, name).(*discoveryv1.EndpointSlice)
 	return s
 }
 
@@ -480,10 +494,9 @@ func (m *Member) ExportKeys() []string {
 	return m.exports.GetStore().ListKeys()
 }
 
-func (m *Member) get(inf cache.SharedIndexInformer, namespace, name string) any {
-	if !m.isStarted() {
-		return nil
-	}
+// get is the informer's object namespace/name, or nil; the member must
+// have started.
+func get(inf cache.SharedIndexInformer, namespace, name string) any {
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
