@@ -47,6 +47,7 @@ type controller struct {
 func startController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
 	l := labtest.Get(t)
+	l.InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
 	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "api", "cmd/mcs-controller")
 	ports, err := loopback.FreePorts(1)
 	if err != nil {
