@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
 // options are the command line.
@@ -94,14 +96,7 @@ func (o *options) validate() error {
 		return errors.New("-duration must be at least 1s")
 	}
 	o.native = min(o.native, o.services)
-	var err error
-	if o.kubeconfig, err = filepath.Abs(o.kubeconfig); err != nil {
-		return err
-	}
-	if o.coredns, err = filepath.Abs(o.coredns); err != nil {
-		return err
-	}
-	return nil
+	return benchreport.Abs(&o.kubeconfig, &o.coredns)
 }
 
 func main() {
@@ -124,7 +119,7 @@ func main() {
 // are stopped and, unless -keep, the namespace is deleted. The Go
 // benchmarks run last, on a machine the other phases have left quiet.
 func run(ctx context.Context, o options) (err error) {
-	res := &results{opts: o, started: time.Now(), load: loadAverage()}
+	res := &results{opts: o, started: time.Now(), load: benchreport.LoadAverage()}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return err
 	}
@@ -153,7 +148,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}
 	res.elapsed = time.Since(res.started)
-	return res.write(os.Stdout, filepath.Join(o.outDir, "results.md"))
+	return benchreport.Save(os.Stdout, filepath.Join(o.outDir, "results.md"), res.markdown())
 }
 
 // measure runs the memory comparison first, on fresh processes that have

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
 // results is everything the report shows.
@@ -26,15 +27,6 @@ type results struct {
 	failover failoverResult
 }
 
-// write prints the report to out and saves it to path.
-func (r *results) write(out io.Writer, path string) error {
-	text := r.markdown()
-	if _, err := io.WriteString(out, text); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
-}
-
 func (r *results) markdown() string {
 	var b strings.Builder
 	o := r.opts
@@ -42,7 +34,7 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "%s; %s; load average %s at the start\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"), machine(o), r.load)
 	fmt.Fprintf(&b, "%d imported services × %d clusters × %d endpoints, %d of the services with a ClusterIP Service too, and %d Services without import, in namespace %s of %s: %d objects, %d written in %s.\n\n",
 		o.services, o.clusters, o.endpoints, o.native, o.plain, o.namespace, o.context, r.objects.total, r.objects.created, r.objects.took.Round(time.Second))
-	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes BENCH_FLAGS).\n\n", strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " "))
+	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes BENCH_FLAGS).\n\n", benchreport.Command("./test/bench"))
 	r.summary(&b)
 	r.details(&b)
 	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
@@ -63,7 +55,7 @@ func (r *results) summary(b *strings.Builder) {
 	}
 	f := r.failover
 	fmt.Fprintf(b, "| LocalFirst failover through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", len(f.over),
-		pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, yesNo(pct(f.over, 0.99) <= maxFailoverP99))
+		pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, benchreport.YesNo(pct(f.over, 0.99) <= maxFailoverP99))
 	m := r.memory
 	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, atMost(1))
 }
@@ -80,12 +72,12 @@ func atMost(v float64) target  { return target{bound: v} }
 
 func row(b *strings.Builder, name string, measured, reference float64, format func(float64) string, t target) {
 	ratio := measured / reference
-	want, met := fmt.Sprintf("≤ %.2f", t.bound), yesNo(ratio <= t.bound)
+	want, met := fmt.Sprintf("≤ %.2f", t.bound), benchreport.YesNo(ratio <= t.bound)
 	switch {
 	case t.bound == 0:
 		want, met = "", ""
 	case t.min:
-		want, met = fmt.Sprintf("≥ %.2f", t.bound), yesNo(ratio >= t.bound)
+		want, met = fmt.Sprintf("≥ %.2f", t.bound), benchreport.YesNo(ratio >= t.bound)
 	}
 	fmt.Fprintf(b, "| %s | %s | %s | %.2f | %s | %s |\n", name, format(measured), format(reference), ratio, want, met)
 }
@@ -96,13 +88,6 @@ func qps(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func latency(v float64) string {
 	return fmt.Sprintf("%.3f ms", v/float64(time.Millisecond))
-}
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
 }
 
 // details are every run, the response codes, the memory readings and the Go
@@ -161,16 +146,6 @@ func machine(o options) string {
 		mem = fmt.Sprintf(", %.0f GiB", float64(total)/(1<<30))
 	}
 	return fmt.Sprintf("%s × %d%s; %s; %s; dnsperf %s", cpu, runtime.NumCPU(), mem, runtime.Version(), version(o.coredns, "-version"), version("dnsperf", "-h"))
-}
-
-// loadAverage is the 1, 5 and 15 minute load averages: other work on the
-// machine makes the figures noisier.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // memTotal reads MemTotal from /proc/meminfo, in bytes.

@@ -16,24 +16,33 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
 // The lab's clusters this benchmark uses: the MultiClusterServices live on
-// the hub, the services in the provider, their imports in the consumer.
+// the hub, the services in the provider, their imports in the consumers
+// (-consumers), of which the first, member2, also gets a coredns-mcs.
 const (
 	hubCluster      = "hub"
 	providerCluster = "member1"
 	consumerCluster = "member2"
 )
 
+// allConsumers is the most -consumers may name.
+var allConsumers = []string{consumerCluster, "member3"}
+
 // options are the command line.
 type options struct {
 	kubeconfig, controller, coredns string
-	namespace, outDir               string
+	namespace, outDir, report       string
 	controllerArgs                  []string // more flags for mcs-controller
+	consumers                       []string // consumption clusters, member2 first
+	headless                        bool
 
 	services, endpoints, changes, workers int
 
@@ -43,13 +52,16 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	var extra string
+	var extra, consumers string
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "_output/lab/kubeconfig", "kubeconfig of the lab (contexts hub, member1, member2)")
 	flag.StringVar(&o.controller, "controller", "bin/mcs-controller", "the mcs-controller binary")
 	flag.StringVar(&o.coredns, "coredns", "bin/coredns-mcs", "the coredns-mcs binary")
 	flag.StringVar(&o.namespace, "namespace", "mcs-prop", "namespace of the benchmark's objects in the hub, member1 and member2")
-	flag.StringVar(&o.outDir, "out", "_output/bench", "directory for propagation.md; kubeconfigs, Corefile and logs go to its propagation/")
+	flag.StringVar(&o.outDir, "out", "_output/bench", "directory of the report; kubeconfigs, Corefile and logs go to a directory named after the report")
+	flag.StringVar(&o.report, "report", "propagation.md", "file name of the report in -out")
 	flag.StringVar(&extra, "controller-args", "", "more flags for mcs-controller, space-separated (e.g. '--kube-api-qps=500 --workers=8')")
+	flag.StringVar(&consumers, "consumers", consumerCluster, "consumption clusters, comma-separated: member2, and member3 too for three members")
+	flag.BoolVar(&o.headless, "headless", false, "headless Services (clusterIP None), so that no ClusterIP is allocated: the lab's allocator is O(n²) in Services")
 	flag.IntVar(&o.services, "services", 1000, "services, each with one source EndpointSlice and one MultiClusterService")
 	flag.IntVar(&o.endpoints, "endpoints", 3, "ready endpoints per source slice; a change moves the first one to a new address")
 	flag.IntVar(&o.changes, "changes", 200, "single changes, one at a time, round-robin over the services")
@@ -64,6 +76,7 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	o.controllerArgs = strings.Fields(extra)
+	o.consumers = strings.Split(consumers, ",")
 	return o, o.validate()
 }
 
@@ -75,17 +88,12 @@ func (o *options) validate() error {
 		return fmt.Errorf("-endpoints must be in 1..%d (the address plan)", maxEndpoints)
 	case o.changes < 1 || o.workers < 1:
 		return errors.New("-changes and -workers must be positive")
+	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
+		return fmt.Errorf("-consumers must be %s or %s", consumerCluster, strings.Join(allConsumers, ","))
 	case o.convergeTimeout <= 0 || o.changeTimeout <= 0 || o.burstTimeout <= 0 || o.timeout <= 0:
 		return errors.New("timeouts must be positive")
 	}
-	for _, p := range []*string{&o.kubeconfig, &o.controller, &o.coredns, &o.outDir} {
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	return nil
+	return benchreport.Abs(&o.kubeconfig, &o.controller, &o.coredns, &o.outDir)
 }
 
 func main() {
@@ -110,8 +118,8 @@ func main() {
 // MultiClusterServices, while the controller runs to honour their
 // finalizers, then the namespaces.
 func run(ctx context.Context, o options) (err error) {
-	res := &results{opts: o, started: time.Now(), load: loadAverage()}
-	dir := filepath.Join(o.outDir, "propagation")
+	res := &results{opts: o, started: time.Now(), load: benchreport.LoadAverage()}
+	dir := filepath.Join(o.outDir, strings.TrimSuffix(o.report, ".md"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -130,7 +138,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	res.elapsed = time.Since(res.started)
-	return res.write(os.Stdout, filepath.Join(o.outDir, "propagation.md"))
+	return benchreport.Save(os.Stdout, filepath.Join(o.outDir, o.report), res.markdown())
 }
 
 // measure runs the phases in order; each error names its phase.
@@ -155,9 +163,11 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	if res.single, err = b.singleChanges(ctx); err != nil {
 		return fmt.Errorf("single changes: %w", err)
 	}
-	res.rssInitial, err = procs.controllerRSS()
-	if err != nil {
+	if res.rssInitial, err = procs.controllerRSS(); err != nil {
 		return fmt.Errorf("controller memory: %w", err)
+	}
+	if res.rssDNS, err = procs.corednsRSS(); err != nil {
+		return fmt.Errorf("coredns-mcs memory: %w", err)
 	}
 	if res.burst, err = b.burst(ctx); err != nil {
 		return fmt.Errorf("burst: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -14,7 +15,7 @@ import (
 // bench runs the phases against the running processes.
 type bench struct {
 	w          *world
-	watch      *importWatch
+	watch      watches
 	procs      *processes
 	dns        *resolver
 	metricsURL string
@@ -24,7 +25,7 @@ type bench struct {
 type phase struct {
 	name     string
 	changes  int             // source changes made (services, for the initial sync)
-	seen     []time.Duration // per change: source update acknowledged → imported slice seen in member2
+	seen     []time.Duration // per change: source update acknowledged → imported slice seen in every consumer
 	answered []time.Duration // per change: acknowledged → coredns-mcs answers the new addresses
 	took     time.Duration   // first write (controller start, for the initial sync) → last answer
 	acked    time.Duration   // burst: first write → last one acknowledged
@@ -36,21 +37,21 @@ type phase struct {
 type arrival struct{ seen, answered time.Time }
 
 // converge waits until the controller, started over the objects, has
-// imported every service into member2 and coredns-mcs answers each one's
+// imported every service into every consumer and coredns-mcs answers each one's
 // addresses: the initial sync, counted from the controller's start.
 func (b *bench) converge(ctx context.Context) (*phase, error) {
 	n := b.w.opts.services
 	p := &phase{name: "initial sync", changes: n}
-	log.Printf("waiting until %d services are imported into %s and answered", n, consumerCluster)
+	log.Printf("waiting until %d services are imported into %s and answered", n, strings.Join(b.w.opts.consumers, " and "))
 	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
 	defer cancel()
 	arrivals := make([]arrival, n)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range n {
 		want := answerOf(b.w.addresses(i, b.w.versions[i]))
-		at := b.watch.await(importedName(i), want)
+		ats := b.watch.await(importedName(i), want)
 		g.Go(func() (err error) {
-			arrivals[i], err = b.follow(gctx, i, at, want, false)
+			arrivals[i], err = b.follow(gctx, i, ats, want, false)
 			return err
 		})
 	}
@@ -139,14 +140,14 @@ func (b *bench) burst(ctx context.Context) (*phase, error) {
 		followers, fctx := errgroup.WithContext(ctx)
 		start := time.Now()
 		err := forEach(fctx, b.w.opts.workers, n, func(ctx context.Context, i int) error {
-			v, want, at := b.next(i)
+			v, want, ats := b.next(i)
 			ack, err := b.w.setVersion(ctx, i, v)
 			if err != nil {
 				return err
 			}
 			acks[i] = ack
 			followers.Go(func() (err error) {
-				arrivals[i], err = b.follow(fctx, i, at, want, false)
+				arrivals[i], err = b.follow(fctx, i, ats, want, false)
 				return err
 			})
 			return nil
@@ -182,10 +183,10 @@ func (b *bench) observe(ctx context.Context, p *phase, fn func() error) error {
 	return nil
 }
 
-// next is service i's next version, the answer it gives, and the channel
-// that tells when the watch sees it; registered before the write, so that
-// no event is missed.
-func (b *bench) next(i int) (int, string, <-chan time.Time) {
+// next is service i's next version, the answer it gives, and the channels
+// that tell when each consumer's watch sees it; registered before the
+// write, so that no event is missed.
+func (b *bench) next(i int) (int, string, []<-chan time.Time) {
 	v := (b.w.versions[i] + 1) % versions
 	want := answerOf(b.w.addresses(i, v))
 	return v, want, b.watch.await(importedName(i), want)
@@ -194,28 +195,34 @@ func (b *bench) next(i int) (int, string, <-chan time.Time) {
 // change moves service i to its next version and returns when the update
 // was acknowledged and when its result arrived, watch and DNS side by side.
 func (b *bench) change(ctx context.Context, i int) (time.Time, arrival, error) {
-	v, want, at := b.next(i)
+	v, want, ats := b.next(i)
 	ack, err := b.w.setVersion(ctx, i, v)
 	if err != nil {
 		return ack, arrival{}, err
 	}
-	a, err := b.follow(ctx, i, at, want, true)
+	a, err := b.follow(ctx, i, ats, want, true)
 	return ack, a, err
 }
 
-// follow waits until the watch sees service i's imported slice hold want
-// (at tells) and coredns-mcs answers it: side by side when independent,
-// else DNS polling starts once the watch has seen it.
-func (b *bench) follow(ctx context.Context, i int, at <-chan time.Time, want string, independent bool) (arrival, error) {
+// follow waits until every consumer's watch sees service i's imported
+// slice hold want (ats tell, in the order of the watches) and member2's
+// coredns-mcs answers it: side by side when independent, else DNS polling
+// starts once the watches have seen it. The time seen is the last
+// consumer's.
+func (b *bench) follow(ctx context.Context, i int, ats []<-chan time.Time, want string, independent bool) (arrival, error) {
 	var a arrival
 	seen := func() error {
-		select {
-		case a.seen = <-at:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("imported slice %s/%s in %s holds %q, want %q: %w",
-				b.w.opts.namespace, importedName(i), consumerCluster, b.watch.current(importedName(i)), want, context.Cause(ctx))
+		for k, at := range ats {
+			select {
+			case t := <-at:
+				a.seen = later(a.seen, t)
+			case <-ctx.Done():
+				iw := b.watch[k]
+				return fmt.Errorf("imported slice %s/%s in %s holds %q, want %q: %w",
+					b.w.opts.namespace, importedName(i), iw.cluster, iw.current(importedName(i)), want, context.Cause(ctx))
+			}
 		}
+		return nil
 	}
 	answered := func() (err error) {
 		a.answered, err = b.dns.poll(ctx, fqdn(i, b.w.opts.namespace), want)
@@ -237,11 +244,16 @@ func (b *bench) follow(ctx context.Context, i int, at <-chan time.Time, want str
 func last(arrivals []arrival) time.Time {
 	var t time.Time
 	for _, a := range arrivals {
-		if a.answered.After(t) {
-			t = a.answered
-		}
+		t = later(t, a.answered)
 	}
 	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // The controller is quiet when its writes (Leases aside, which it renews

@@ -42,7 +42,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 	if err != nil {
 		return err
 	}
-	membersKubeconfig, err := p.kubeconfig("members.kubeconfig", providerCluster, consumerCluster)
+	membersKubeconfig, err := p.kubeconfig("members.kubeconfig", w.members()...)
 	if err != nil {
 		return err
 	}
@@ -97,8 +97,13 @@ func (p *processes) restartController(ctx context.Context) error {
 }
 
 // controllerRSS is the controller's resident memory now, from /proc.
-func (p *processes) controllerRSS() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.controller.Pid()))
+func (p *processes) controllerRSS() (int64, error) { return rss(p.controller.Pid()) }
+
+// corednsRSS is coredns-mcs's.
+func (p *processes) corednsRSS() (int64, error) { return rss(p.coredns.Pid()) }
+
+func rss(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -108,7 +113,7 @@ func (p *processes) controllerRSS() (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", p.controller.Pid())
+	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
 }
 
 // kubeconfig writes a copy of the lab's kubeconfig with only the contexts

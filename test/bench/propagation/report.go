@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
 // Targets (README.md, Performance).
@@ -28,16 +29,8 @@ type results struct {
 	// The controller's resident memory after the initial sync and after
 	// the burst.
 	rssInitial, rssBurst int64
+	rssDNS               int64    // coredns-mcs's, after the initial sync
 	controllerErrors     []string // error lines of the controller's log
-}
-
-// write prints the report to out and saves it to path.
-func (r *results) write(out io.Writer, path string) error {
-	text := r.markdown()
-	if _, err := io.WriteString(out, text); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 func (r *results) markdown() string {
@@ -46,10 +39,10 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "# Propagation: mcs-controller and coredns-mcs on the lab\n\n")
 	fmt.Fprintf(&b, "%s; %d CPUs, %s; load average %s at the start (a machine shared with other work).\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.load)
-	fmt.Fprintf(&b, "%d services in namespace %s: a selector-less Service and an EndpointSlice of %d ready endpoints each in %s, a MultiClusterService each on the hub (provision %s, consumption %s, RemoteAndLocal); %d objects, %d written in %s. ",
-		o.services, o.namespace, o.endpoints, providerCluster, providerCluster, consumerCluster, r.objects.total, r.objects.written, r.objects.took.Round(time.Second))
+	fmt.Fprintf(&b, "%d services in namespace %s: a selector-less %sService and an EndpointSlice of %d ready endpoints each in %s, a MultiClusterService each on the hub (provision %s, consumption %s, RemoteAndLocal); %d objects, %d written in %s. ",
+		o.services, o.namespace, headlessText(o.headless), o.endpoints, providerCluster, providerCluster, strings.Join(o.consumers, ", "), r.objects.total, r.objects.written, r.objects.took.Round(time.Second))
 	fmt.Fprintf(&b, "bin/mcs-controller (flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", extraFlags(o.controllerArgs), consumerCluster)
-	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes PROP_FLAGS).\n\n", strings.Join(append([]string{"go run ./test/bench/propagation"}, os.Args[1:]...), " "))
+	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes PROP_FLAGS, and SCALE_FLAGS for the scale run).\n\n", benchreport.Command("./test/bench/propagation"))
 	r.latencyTable(&b)
 	r.writesTable(&b)
 	r.timingsTable(&b)
@@ -58,6 +51,13 @@ func (r *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
 	return b.String()
+}
+
+func headlessText(headless bool) string {
+	if headless {
+		return "headless "
+	}
+	return ""
 }
 
 func extraFlags(args []string) string {
@@ -78,7 +78,7 @@ func (r *results) latencyTable(b *strings.Builder) {
 		ds       []time.Duration
 		targeted bool
 	}{
-		{"one change at a time → imported slice seen in " + consumerCluster + " (watch)", r.single.seen, true},
+		{"one change at a time → imported slice seen " + inEach(r.opts.consumers) + " (watch)", r.single.seen, true},
 		{"one change at a time → " + consumerCluster + "'s coredns-mcs answers the new address", r.single.answered, true},
 		{fmt.Sprintf("burst of %d → imported slice seen, per service", r.burst.changes), r.burst.seen, false},
 		{fmt.Sprintf("burst of %d → new answer, per service", r.burst.changes), r.burst.answered, false},
@@ -87,7 +87,7 @@ func (r *results) latencyTable(b *strings.Builder) {
 		l := summarize(row.ds)
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |", row.what, l.n, ms(l.p50), ms(l.p99), ms(l.max))
 		if row.targeted {
-			fmt.Fprintf(b, " %s | %s |\n", target, yesNo(l.p50 <= targetP50 && l.p99 <= targetP99))
+			fmt.Fprintf(b, " %s | %s |\n", target, benchreport.YesNo(l.p50 <= targetP50 && l.p99 <= targetP99))
 		} else {
 			b.WriteString(" | |\n")
 		}
@@ -100,7 +100,7 @@ func (r *results) latencyTable(b *strings.Builder) {
 func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst, r.restart} }
 
 func (r *results) writesTable(b *strings.Builder) {
-	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update in %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", consumerCluster)
+	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", inEach(r.opts.consumers))
 	fmt.Fprintf(b, "| phase | cluster | kind | verb | result | writes | per change (initial sync: per service) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.phases() {
 		for _, w := range p.writes {
@@ -109,10 +109,10 @@ func (r *results) writesTable(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	for _, p := range []*phase{r.single, r.burst} {
-		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p), p.syncs()/float64(p.changes))
+		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p, r.opts.consumers), p.syncs()/float64(p.changes))
 	}
 	fmt.Fprintf(b, "- restart over the unchanged world: %s Every service synced %s after the restart.\n", restartVerdict(r.restart), r.restart.took.Round(time.Millisecond))
-	fmt.Fprintf(b, "- the controller's resident memory (VmRSS): %.1f MiB after the initial sync, %.1f MiB after the burst.\n", mib(r.rssInitial), mib(r.rssBurst))
+	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync, %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))
 }
 
 // restartVerdict says whether a restart wrote nothing but Leases.
@@ -142,32 +142,48 @@ func (p *phase) syncs() float64 {
 	return float64(n)
 }
 
-// writesVerdict says whether a phase met the writes target.
-func writesVerdict(p *phase) string {
-	var other []string
+// writesVerdict says whether a phase met the writes target: one
+// EndpointSlice update in each consumer per change.
+func writesVerdict(p *phase, consumers []string) string {
+	var other, off []string
 	var updates float64
+	perCluster := map[string]float64{}
 	for _, w := range p.writes {
 		switch {
 		case isLease(w):
-		case w == writeCount{writeKey{consumerCluster, "EndpointSlice", "update", "success"}, w.n}:
-			updates = w.n
+		case w.writeKey == writeKey{w.cluster, "EndpointSlice", "update", "success"} && slices.Contains(consumers, w.cluster):
+			perCluster[w.cluster] = w.n
+			updates += w.n
 		default:
 			other = append(other, fmt.Sprintf("%.0f %s %s %s (%s)", w.n, w.cluster, w.kind, w.verb, w.result))
 		}
 	}
-	per := updates / float64(p.changes)
+	for _, c := range consumers {
+		if perCluster[c] != float64(p.changes) {
+			off = append(off, fmt.Sprintf("%.0f in %s", perCluster[c], c))
+		}
+	}
+	per := updates / float64(p.changes*len(consumers))
 	switch {
 	case len(other) > 0:
-		return fmt.Sprintf("%.2f EndpointSlice updates per change, and more: %s. Target not met.", per, strings.Join(other, ", "))
-	case updates != float64(p.changes):
-		return fmt.Sprintf("%.0f EndpointSlice updates for %d changes (%.2f per change). Target not met.", updates, p.changes, per)
+		return fmt.Sprintf("%.2f EndpointSlice updates per change and consumer, and more: %s. Target not met.", per, strings.Join(other, ", "))
+	case len(off) > 0:
+		return fmt.Sprintf("EndpointSlice updates for %d changes: %s (%.2f per change and consumer). Target not met.", p.changes, strings.Join(off, ", "), per)
 	}
-	return fmt.Sprintf("exactly one EndpointSlice update in %s per change (%d), nothing else. Target met.", consumerCluster, p.changes)
+	return fmt.Sprintf("exactly one EndpointSlice update %s per change (%d), nothing else. Target met.", inEach(consumers), p.changes)
+}
+
+// inEach is "in member2", or "in each of member2 and member3".
+func inEach(clusters []string) string {
+	if len(clusters) == 1 {
+		return "in " + clusters[0]
+	}
+	return "in each of " + strings.Join(clusters, " and ")
 }
 
 func (r *results) timingsTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## Where the time goes (the controller's histograms)\n\n")
-	fmt.Fprintf(b, "Observations during each phase; p50 and p99 interpolated within the buckets as histogram_quantile does. The mcs_* buckets double from 1 ms to 16 s; the workqueue_* ones grow tenfold up to 10 s, so their quantiles are coarse. mcs_propagation_seconds runs from the controller seeing the source change to %s acknowledging the imported copy.\n\n", consumerCluster)
+	fmt.Fprintf(b, "Observations during each phase; p50 and p99 interpolated within the buckets as histogram_quantile does. The mcs_* buckets double from 1 ms to 16 s; the workqueue_* ones grow tenfold up to 10 s, so their quantiles are coarse. mcs_propagation_seconds runs from the controller seeing the source change to a consumer's API server acknowledging the imported copy.\n\n")
 	fmt.Fprintf(b, "| phase | series | count | mean | p50 | p99 |\n|---|---|---|---|---|---|\n")
 	for _, p := range r.phases() {
 		for _, t := range p.timings {
@@ -193,24 +209,4 @@ func seconds(v float64) string {
 		return "–"
 	}
 	return ms(time.Duration(v * float64(time.Second)))
-}
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "no"
-}
-
-// loadAverage is the machine's load over 1, 5 and 15 minutes.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

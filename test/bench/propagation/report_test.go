@@ -18,15 +18,37 @@ func TestWritesVerdict(t *testing.T) {
 		want   string
 	}{
 		{"one update per change, Leases aside", []writeCount{lease, sliceUpdates(200)}, "exactly one EndpointSlice update in member2 per change (200), nothing else. Target met."},
-		{"two per change", []writeCount{sliceUpdates(400)}, "400 EndpointSlice updates for 200 changes (2.00 per change). Target not met."},
-		{"none", nil, "0 EndpointSlice updates for 200 changes (0.00 per change). Target not met."},
+		{"two per change", []writeCount{sliceUpdates(400)}, "EndpointSlice updates for 200 changes: 400 in member2 (2.00 per change and consumer). Target not met."},
+		{"none", nil, "EndpointSlice updates for 200 changes: 0 in member2 (0.00 per change and consumer). Target not met."},
 		{"more than slices", []writeCount{sliceUpdates(200), {writeKey{"hub", "MultiClusterService", "update", "success"}, 200}},
-			"1.00 EndpointSlice updates per change, and more: 200 hub MultiClusterService update (success). Target not met."},
+			"1.00 EndpointSlice updates per change and consumer, and more: 200 hub MultiClusterService update (success). Target not met."},
 		{"failed updates", []writeCount{sliceUpdates(200), {writeKey{consumerCluster, "EndpointSlice", "update", "error"}, 3}},
-			"1.00 EndpointSlice updates per change, and more: 3 member2 EndpointSlice update (error). Target not met."},
+			"1.00 EndpointSlice updates per change and consumer, and more: 3 member2 EndpointSlice update (error). Target not met."},
 	}
 	for _, tt := range tests {
-		if got := writesVerdict(&phase{changes: 200, writes: tt.writes}); got != tt.want {
+		if got := writesVerdict(&phase{changes: 200, writes: tt.writes}, []string{consumerCluster}); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// With two consumers, each must get one update per change.
+func TestWritesVerdictConsumers(t *testing.T) {
+	consumers := []string{consumerCluster, "member3"}
+	member3 := func(n float64) writeCount {
+		return writeCount{writeKey{"member3", "EndpointSlice", "update", "success"}, n}
+	}
+	tests := []struct {
+		name   string
+		writes []writeCount
+		want   string
+	}{
+		{"one each", []writeCount{sliceUpdates(200), member3(200)}, "exactly one EndpointSlice update in each of member2 and member3 per change (200), nothing else. Target met."},
+		{"member3 short", []writeCount{sliceUpdates(200), member3(150)}, "EndpointSlice updates for 200 changes: 150 in member3 (0.88 per change and consumer). Target not met."},
+		{"all in member2", []writeCount{sliceUpdates(400)}, "EndpointSlice updates for 200 changes: 400 in member2, 0 in member3 (1.00 per change and consumer). Target not met."},
+	}
+	for _, tt := range tests {
+		if got := writesVerdict(&phase{changes: 200, writes: tt.writes}, consumers); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
 		}
 	}
@@ -53,7 +75,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
 	r := &results{
-		opts:    options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}},
+		opts:    options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}},
 		started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
 		load:    "1.00 2.00 3.00",
 		objects: objectCounts{total: 6, written: 6, took: 2 * time.Second},
@@ -64,6 +86,7 @@ func TestMarkdown(t *testing.T) {
 		restart:          &phase{name: "restart", changes: 2, took: 3 * time.Second, writes: []writeCount{{writeKey{consumerCluster, "Lease", "update", "success"}, 2}}},
 		rssInitial:       30 << 20,
 		rssBurst:         31<<20 + 1<<19,
+		rssDNS:           20 << 20,
 		controllerErrors: []string{"E1122 sync failed"},
 		elapsed:          time.Minute,
 	}
@@ -81,10 +104,10 @@ func TestMarkdown(t *testing.T) {
 		"| initial sync | hub | MultiClusterService | update | success | 4 | 2.00 |",
 		"| single changes | member2 | EndpointSlice | update | success | 2 | 1.00 |",
 		"- single changes: exactly one EndpointSlice update in member2 per change (2), nothing else. Target met. 2.00 syncs per change.",
-		"- burst: 3 EndpointSlice updates for 2 changes (1.50 per change). Target not met. 0.00 syncs per change.",
+		"- burst: EndpointSlice updates for 2 changes: 3 in member2 (1.50 per change and consumer). Target not met. 0.00 syncs per change.",
 		"| single changes | `mcs_propagation_seconds` | 2 | 1.2 ms | 1.0 ms | 2.0 ms |",
 		"- restart over the unchanged world: no write but Leases. Target met. Every service synced 3s after the restart.",
-		"- the controller's resident memory (VmRSS): 30.0 MiB after the initial sync, 31.5 MiB after the burst.",
+		"- resident memory (VmRSS): the controller 30.0 MiB after the initial sync, 31.5 MiB after the burst; member2's coredns-mcs 20.0 MiB after the initial sync.",
 		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
 		"Whole run: 1m0s.",
 	} {

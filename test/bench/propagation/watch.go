@@ -15,10 +15,11 @@ import (
 )
 
 // importWatch follows the imported EndpointSlices of the benchmark's
-// namespace in member2 with an informer, as coredns-mcs does, and tells when
-// a slice's ready addresses first became what a waiter wants.
+// namespace in one consumer with an informer, as coredns-mcs does, and tells
+// when a slice's ready addresses first became what a waiter wants.
 type importWatch struct {
-	stopCh chan struct{}
+	cluster string
+	stopCh  chan struct{}
 
 	mu      sync.Mutex
 	content map[string]string    // slice name → its ready addresses (answerOf)
@@ -34,9 +35,23 @@ type waiter struct {
 // syncTimeout bounds the informer's initial list.
 const syncTimeout = time.Minute
 
-func watchImports(ctx context.Context, w *world) (*importWatch, error) {
-	iw := &importWatch{stopCh: make(chan struct{}), content: map[string]string{}, since: map[string]time.Time{}, waiters: map[string][]waiter{}}
-	f := informers.NewSharedInformerFactoryWithOptions(w.clients[consumerCluster], 0,
+// watchImports watches every consumer.
+func watchImports(ctx context.Context, w *world) (watches, error) {
+	var all watches
+	for _, c := range w.opts.consumers {
+		iw, err := watchImportsIn(ctx, w, c)
+		if err != nil {
+			all.stop()
+			return nil, err
+		}
+		all = append(all, iw)
+	}
+	return all, nil
+}
+
+func watchImportsIn(ctx context.Context, w *world, cluster string) (*importWatch, error) {
+	iw := &importWatch{cluster: cluster, stopCh: make(chan struct{}), content: map[string]string{}, since: map[string]time.Time{}, waiters: map[string][]waiter{}}
+	f := informers.NewSharedInformerFactoryWithOptions(w.clients[cluster], 0,
 		informers.WithNamespace(w.opts.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = discoveryv1.LabelManagedBy + "=" + api.ManagedBy
@@ -55,12 +70,30 @@ func watchImports(ctx context.Context, w *world) (*importWatch, error) {
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		iw.stop()
-		return nil, fmt.Errorf("the informer of endpointslices in %s/%s did not sync within %s", consumerCluster, w.opts.namespace, syncTimeout)
+		return nil, fmt.Errorf("the informer of endpointslices in %s/%s did not sync within %s", cluster, w.opts.namespace, syncTimeout)
 	}
 	return iw, nil
 }
 
 func (iw *importWatch) stop() { close(iw.stopCh) }
+
+// watches are one importWatch per consumer.
+type watches []*importWatch
+
+func (ws watches) stop() {
+	for _, iw := range ws {
+		iw.stop()
+	}
+}
+
+// await is importWatch.await in every consumer.
+func (ws watches) await(slice, want string) []<-chan time.Time {
+	out := make([]<-chan time.Time, len(ws))
+	for i, iw := range ws {
+		out[i] = iw.await(slice, want)
+	}
+	return out
+}
 
 func (iw *importWatch) observe(obj any) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)

@@ -88,7 +88,7 @@ type world struct {
 
 func newWorld(o options) (*world, error) {
 	w := &world{opts: o, clients: map[string]kubernetes.Interface{}, sources: make([]*discoveryv1.EndpointSlice, o.services), versions: make([]int, o.services)}
-	for _, c := range []string{hubCluster, providerCluster, consumerCluster} {
+	for _, c := range w.clusters() {
 		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
 			&clientcmd.ConfigOverrides{CurrentContext: c}).ClientConfig()
@@ -108,6 +108,14 @@ func newWorld(o options) (*world, error) {
 		}
 	}
 	return w, nil
+}
+
+// clusters are every cluster the benchmark writes to; members those the
+// controller is given.
+func (w *world) clusters() []string { return append([]string{hubCluster}, w.members()...) }
+
+func (w *world) members() []string {
+	return append([]string{providerCluster}, w.opts.consumers...)
 }
 
 // forEach calls fn for 0..n-1 from at most workers goroutines and returns
@@ -146,7 +154,7 @@ func (w *world) ensure(ctx context.Context) (objectCounts, error) {
 	if err := w.ensureCRD(ctx); err != nil {
 		return objectCounts{}, err
 	}
-	for _, c := range []string{hubCluster, providerCluster, consumerCluster} {
+	for _, c := range w.clusters() {
 		if err := w.ensureNamespace(ctx, c); err != nil {
 			return objectCounts{}, err
 		}
@@ -267,6 +275,9 @@ func (w *world) ensureService(ctx context.Context, have *present, i int) (int, e
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.opts.namespace},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
 		}
+		if w.opts.headless {
+			svc.Spec.ClusterIP = corev1.ClusterIPNone
+		}
 		if _, err := w.clients[providerCluster].CoreV1().Services(w.opts.namespace).Create(ctx, svc, metav1.CreateOptions{}); ignoreExists(err) != nil {
 			return written, fmt.Errorf("creating service %s/%s in %s: %w", w.opts.namespace, name, providerCluster, err)
 		}
@@ -355,7 +366,7 @@ func (w *world) setVersion(ctx context.Context, i, v int) (time.Time, error) {
 	return ack, nil
 }
 
-// createMCS asks for service name's endpoints of member1 in member2, with
+// createMCS asks for service name's endpoints of member1 in the consumers, with
 // native names (RemoteAndLocal), so that coredns-mcs answers
 // svc-<i>.<namespace>.svc.cluster.local.
 func (w *world) createMCS(ctx context.Context, name string) error {
@@ -365,7 +376,7 @@ func (w *world) createMCS(ctx context.Context, name string) error {
 		Spec: v1alpha1.MultiClusterServiceSpec{
 			Types:                      []v1alpha1.ExposureType{v1alpha1.CrossCluster},
 			ServiceProvisionClusters:   []v1alpha1.ClusterName{providerCluster},
-			ServiceConsumptionClusters: []v1alpha1.ClusterName{consumerCluster},
+			ServiceConsumptionClusters: clusterNames(w.opts.consumers),
 			Strategy:                   api.RemoteAndLocal,
 		},
 	}
@@ -389,7 +400,7 @@ const (
 
 // cleanup deletes every object of the run: the MultiClusterServices first,
 // while the controller runs, so that their finalizers remove what it wrote
-// into member2; then, with the processes stopped, the Services (in
+// into the consumers; then, with the processes stopped, the Services (in
 // parallel: the namespace controller deletes them one at a time, slowly in
 // the lab) and the namespaces.
 func (w *world) cleanup(procs *processes) error {
@@ -398,10 +409,10 @@ func (w *world) cleanup(procs *processes) error {
 	procs.stopCoreDNS()
 	err := w.deleteMCS(ctx, procs)
 	procs.stopAll()
-	for _, c := range []string{providerCluster, consumerCluster} {
+	for _, c := range w.members() {
 		err = errors.Join(err, w.deleteServices(ctx, c))
 	}
-	for _, c := range []string{hubCluster, providerCluster, consumerCluster} {
+	for _, c := range w.clusters() {
 		err = errors.Join(err, w.deleteNamespace(ctx, c))
 	}
 	if err != nil {
@@ -413,8 +424,8 @@ func (w *world) cleanup(procs *processes) error {
 
 // deleteMCS deletes the MultiClusterServices and waits until the
 // controller has removed their finalizers. Should it be gone or too slow,
-// the finalizers are removed here: what it wrote into member2 then goes
-// with member2's namespace.
+// the finalizers are removed here: what it wrote into the consumers then
+// goes with their namespaces.
 func (w *world) deleteMCS(ctx context.Context, procs *processes) error {
 	client := w.hubDyn.Resource(v1alpha1.Resource).Namespace(w.opts.namespace)
 	list, err := client.List(ctx, metav1.ListOptions{})
@@ -480,6 +491,14 @@ func (w *world) deleteNamespace(ctx context.Context, cluster string) error {
 		return fmt.Errorf("deleting namespace %s in %s: %w", w.opts.namespace, cluster, err)
 	}
 	return nil
+}
+
+func clusterNames(names []string) []v1alpha1.ClusterName {
+	out := make([]v1alpha1.ClusterName, len(names))
+	for i, n := range names {
+		out[i] = v1alpha1.ClusterName(n)
+	}
+	return out
 }
 
 func ignoreExists(err error) error {
