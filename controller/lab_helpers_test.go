@@ -146,6 +146,21 @@ func sameImports(ctx context.Context, t *testing.T, cluster, ns, name string, wa
 	return nil
 }
 
+// importsFrom checks that each consumer imports service name from provider
+// alone, with exactly provider's n ready pod addresses.
+func importsFrom(ctx context.Context, t *testing.T, provider string, n int, ns, name string, consumers ...string) error {
+	ips, err := readyIPs(ctx, t, provider, ns, name, n)
+	if err != nil {
+		return err
+	}
+	for _, c := range consumers {
+		if err := sameImports(ctx, t, c, ns, name, map[string][]string{provider: ips}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func getImport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceImport, error) {
 	return get(ctx, t, cluster, mcsv1b1.SchemeGroupVersion.WithResource("serviceimports"), ns, name, &mcsv1b1.ServiceImport{})
 }

@@ -45,11 +45,7 @@ func TestStoryOneProvisionToConsumption(t *testing.T) {
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 2)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importsFrom(ctx, t, m1, 2, ns, "foo", m2); err != nil {
 			return err
 		}
 		imp, err := getImport(ctx, t, m2, ns, "foo")
@@ -91,11 +87,7 @@ func TestStoryOneProvisionToConsumption(t *testing.T) {
 	// Scaling in member1 reaches member2.
 	workload(t, m1, ns, "foo", 3, false)
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 3)
-		if err != nil {
-			return err
-		}
-		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+		return importsFrom(ctx, t, m1, 3, ns, "foo", m2)
 	})
 }
 
@@ -164,14 +156,10 @@ func TestServiceExportFlow(t *testing.T) {
 	l.Apply(t, m1, labtest.ServiceExport(ns, "serve"))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "serve", 2)
-		if err != nil {
+		if err := importsFrom(ctx, t, m1, 2, ns, "serve", labtest.Members...); err != nil {
 			return err
 		}
 		for _, c := range labtest.Members {
-			if err := sameImports(ctx, t, c, ns, "serve", map[string][]string{m1: ips}); err != nil {
-				return err
-			}
 			imp, err := getImport(ctx, t, c, ns, "serve")
 			if err != nil {
 				return err
@@ -230,11 +218,7 @@ func TestHeadless(t *testing.T) {
 	workload(t, m1, ns, "web", 2, true)
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "web", 2)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "web", map[string][]string{m1: ips}); err != nil {
+		if err := importsFrom(ctx, t, m1, 2, ns, "web", m2); err != nil {
 			return err
 		}
 		imp, err := getImport(ctx, t, m2, ns, "web")
@@ -266,26 +250,18 @@ func TestMoveAndDelete(t *testing.T) {
 	l.Apply(t, m3, labtest.Service(ns, "mine", false))
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
-		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+		return importsFrom(ctx, t, m1, 1, ns, "foo", m2)
 	})
 
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
 		if err := absent(ctx, t, m2, ns, "foo"); err != nil {
 			return err
 		}
-		if err := sameImports(ctx, t, m3, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importsFrom(ctx, t, m1, 1, ns, "foo", m3); err != nil {
 			return err
 		}
-		_, err = conditionsAre(ctx, t, ns, "foo", allTrue)
+		_, err := conditionsAre(ctx, t, ns, "foo", allTrue)
 		return err
 	})
 
@@ -319,18 +295,10 @@ func TestBadInput(t *testing.T) {
 		labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
 		labtest.MultiClusterService(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
+		if err := importsFrom(ctx, t, m1, 1, ns, "foo", m2); err != nil {
 			return err
 		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
-			return err
-		}
-		barIPs, err := readyIPs(ctx, t, m1, ns, "bar", 1)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m3, ns, "bar", map[string][]string{m1: barIPs}); err != nil {
+		if err := importsFrom(ctx, t, m1, 1, ns, "bar", m3); err != nil {
 			return err
 		}
 		m, err := getMCS(ctx, t, ns, "bar")
@@ -413,11 +381,7 @@ func TestSecretMembers(t *testing.T) {
 	l.Apply(t, labtest.Hub, memberSecret(ns, "member9", []byte("clusters: [not a kubeconfig")))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importsFrom(ctx, t, m1, 1, ns, "foo", m2); err != nil {
 			return err
 		}
 		if _, err := conditionsAre(ctx, t, ns, "foo", allTrue); err != nil {
@@ -470,11 +434,7 @@ func TestForbiddenNamespace(t *testing.T) {
 	}
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, allowed, "foo", 1)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, allowed, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importsFrom(ctx, t, m1, 1, allowed, "foo", m2); err != nil {
 			return err
 		}
 		if _, err := conditionsAre(ctx, t, allowed, "foo", allTrue); err != nil {
