@@ -55,11 +55,16 @@ test-lab: build lab-bins
 # first the DNS ones, side by side on the lab's member3, printing a table of
 # ratios (also in _output/bench/results.md); then propagation, with the
 # real mcs-controller from member1 to member2's coredns-mcs at 1,000
-# services (also in _output/bench/propagation.md).
-# A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s' PROP_FLAGS='-services 200 -changes 50'
+# services (also in _output/bench/propagation.md); then the same at scale,
+# 10,000 headless services from member1 into member2 and member3
+# (_output/bench/scale.md). SCALE_FLAGS come last, so they override.
+# A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s' PROP_FLAGS='-services 200 -changes 50' SCALE_FLAGS='-services 500'
+SCALE := -services 10000 -consumers member2,member3 -headless -namespace mcs-scale -report scale.md \
+  -converge-timeout 60m -burst-timeout 15m -timeout 120m
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 	$(GO) run ./test/bench/propagation $(PROP_FLAGS)
+	$(GO) run ./test/bench/propagation $(SCALE) $(SCALE_FLAGS)
 
 # The seeds' story on the lab (test/demo, README "Two commands"): starts
 # mcs-controller on the hub and a coredns-mcs per member, which keep running

@@ -7,6 +7,7 @@ import (
 	"log"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -46,17 +47,22 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
 	defer cancel()
 	arrivals := make([]arrival, n)
+	var done atomic.Int64
+	stopProgress := progress(func() string { return fmt.Sprintf("%d of %d services imported and answered", done.Load(), n) })
+	defer stopProgress()
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range n {
 		want := answerOf(b.w.addresses(i, b.w.versions[i]))
 		ats := b.watch.await(importedName(i), want)
 		g.Go(func() (err error) {
-			arrivals[i], err = b.follow(gctx, i, ats, want, false)
+			if arrivals[i], err = b.follow(gctx, i, ats, want, false); err == nil {
+				done.Add(1)
+			}
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%d of %d services imported and answered: %w", done.Load(), n, err)
 	}
 	p.took = last(arrivals).Sub(b.procs.controllerStarted)
 	after, err := b.settle(ctx)
@@ -66,6 +72,27 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 	p.writes, p.timings = after.since(&scrape{}), after.timingsSince(&scrape{})
 	log.Printf("initial sync done in %s", p.took.Round(time.Millisecond))
 	return p, nil
+}
+
+// progressEvery is how often a long phase says how far it is.
+const progressEvery = time.Minute
+
+// progress logs what every progressEvery until stopped: at 10,000
+// services the initial sync takes many minutes.
+func progress(what func() string) (stop func()) {
+	t := time.NewTicker(progressEvery)
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				log.Print(what())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(quit) }
 }
 
 // restart stops the controller and starts it over the unchanged world, as
