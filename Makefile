@@ -60,7 +60,7 @@ test-lab: build lab-bins
 # (_output/bench/scale.md). SCALE_FLAGS come last, so they override.
 # A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s' PROP_FLAGS='-services 200 -changes 50' SCALE_FLAGS='-services 500'
 SCALE := -services 10000 -consumers member2,member3 -headless -namespace mcs-scale -report scale.md \
-  -converge-timeout 60m -burst-timeout 15m -timeout 120m
+  -converge-timeout 60m -burst-timeout 15m -timeout 120m -cleanup-timeout 40m
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 	$(GO) run ./test/bench/propagation $(PROP_FLAGS)

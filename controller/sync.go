@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,9 +44,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 	out := outcome{}
 	if plan.Invalid == "" {
-		for _, m := range c.opts.Members.List() {
-			c.applyMember(ctx, m, namespace, name, plan, &out, seen)
-		}
+		c.applyMembers(ctx, namespace, name, plan, &out, seen)
 		c.reportExports(ctx, namespace, name, plan, &out)
 	}
 	if mcs != nil {
@@ -104,8 +103,24 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	return in
 }
 
+// applyMembers writes the plan into every member at once: members are
+// separate API servers, so a sync waits for the slowest, not for their
+// sum, and a member that hangs delays no other.
+func (c *Controller) applyMembers(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
+	var wg sync.WaitGroup
+	for _, m := range c.opts.Members.List() {
+		wg.Go(func() { c.applyMember(ctx, m, namespace, name, plan, out, seen) })
+	}
+	wg.Wait()
+	// Errors arrive in any order; conditions must not change with it.
+	slices.Sort(out.propagateErrs)
+	slices.Sort(out.applyErrs)
+}
+
 // outcome collects what applying a plan did and what failed, by member.
+// Members are applied at once, so it is guarded.
 type outcome struct {
+	mu                       sync.Mutex
 	propagateErrs, applyErrs []string
 	// unreachable members are reported, not retried: a member that comes
 	// back queues every service again.
@@ -113,6 +128,8 @@ type outcome struct {
 }
 
 func (o *outcome) cannotReach(cluster string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.unreachable == nil {
 		o.unreachable = map[string]string{}
 	}
@@ -120,10 +137,14 @@ func (o *outcome) cannotReach(cluster string, err error) {
 }
 
 func (o *outcome) propagateFailed(cluster string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.propagateErrs = append(o.propagateErrs, cluster+": "+err.Error())
 }
 
 func (o *outcome) applyFailed(cluster string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	// Joined errors, one a line, make one line of a condition's message.
 	o.applyErrs = append(o.applyErrs, cluster+": "+strings.ReplaceAll(err.Error(), "\n", "; "))
 }

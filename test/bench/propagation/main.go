@@ -47,6 +47,7 @@ type options struct {
 	services, endpoints, changes, workers int
 
 	convergeTimeout, changeTimeout, burstTimeout, timeout time.Duration
+	cleanupTimeout                                        time.Duration
 	keep                                                  bool
 }
 
@@ -70,6 +71,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.changeTimeout, "change-timeout", 10*time.Second, "bound on one single change to be seen and answered")
 	flag.DurationVar(&o.burstTimeout, "burst-timeout", 3*time.Minute, "bound on the burst")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run, cleanup excepted")
+	flag.DurationVar(&o.cleanupTimeout, "cleanup-timeout", 10*time.Minute, "bound on the cleanup")
 	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -90,7 +92,7 @@ func (o *options) validate() error {
 		return errors.New("-changes and -workers must be positive")
 	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
 		return fmt.Errorf("-consumers must be %s or %s", consumerCluster, strings.Join(allConsumers, ","))
-	case o.convergeTimeout <= 0 || o.changeTimeout <= 0 || o.burstTimeout <= 0 || o.timeout <= 0:
+	case o.convergeTimeout <= 0 || o.changeTimeout <= 0 || o.burstTimeout <= 0 || o.timeout <= 0 || o.cleanupTimeout <= 0:
 		return errors.New("timeouts must be positive")
 	}
 	return benchreport.Abs(&o.kubeconfig, &o.controller, &o.coredns, &o.outDir)

@@ -391,12 +391,9 @@ func (w *world) createMCS(ctx context.Context, name string) error {
 	return nil
 }
 
-// Cleanup bounds: all of it, and the wait for the controller to remove the
+// finalizerTimeout bounds the wait for the controller to remove the
 // MultiClusterServices' finalizers.
-const (
-	cleanupTimeout   = 10 * time.Minute
-	finalizerTimeout = 3 * time.Minute
-)
+const finalizerTimeout = 3 * time.Minute
 
 // cleanup deletes every object of the run: the MultiClusterServices first,
 // while the controller runs, so that their finalizers remove what it wrote
@@ -404,7 +401,7 @@ const (
 // parallel: the namespace controller deletes them one at a time, slowly in
 // the lab) and the namespaces.
 func (w *world) cleanup(procs *processes) error {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.cleanupTimeout)
 	defer cancel()
 	procs.stopCoreDNS()
 	err := w.deleteMCS(ctx, procs)
