@@ -19,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -165,9 +167,11 @@ func (w *world) ensure(ctx context.Context) (objectCounts, error) {
 	}
 	var written atomic.Int64
 	err = forEach(ctx, w.opts.workers, w.opts.services, func(ctx context.Context, i int) error {
-		k, err := w.ensureService(ctx, have, i)
-		written.Add(int64(k))
-		return err
+		return onTransient(func() error {
+			k, err := w.ensureService(ctx, have, i)
+			written.Add(int64(k))
+			return err
+		})
 	})
 	counts := objectCounts{total: 3 * w.opts.services, written: int(written.Load()), took: time.Since(start)}
 	if err != nil {
@@ -296,8 +300,14 @@ func (w *world) ensureService(ctx context.Context, have *present, i int) (int, e
 }
 
 func (w *world) ensureSlice(ctx context.Context, have *discoveryv1.EndpointSlice, i int, written *int) error {
+	client := w.clients[providerCluster].DiscoveryV1().EndpointSlices(w.opts.namespace)
 	if have == nil {
-		s, err := w.clients[providerCluster].DiscoveryV1().EndpointSlices(w.opts.namespace).Create(ctx, w.sourceSlice(i, 0), metav1.CreateOptions{})
+		s, err := client.Create(ctx, w.sourceSlice(i, 0), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // created by an attempt that failed later
+			if have, err = client.Get(ctx, serviceName(i), metav1.GetOptions{}); err == nil {
+				return w.ensureSlice(ctx, have, i, written)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("creating endpointslice %s/%s in %s: %w", w.opts.namespace, serviceName(i), providerCluster, err)
 		}
@@ -357,8 +367,13 @@ func (w *world) endpoints(i, v int) []discoveryv1.Endpoint {
 func (w *world) setVersion(ctx context.Context, i, v int) (time.Time, error) {
 	s := w.sources[i].DeepCopy()
 	s.Endpoints = w.endpoints(i, v)
-	got, err := w.clients[providerCluster].DiscoveryV1().EndpointSlices(w.opts.namespace).Update(ctx, s, metav1.UpdateOptions{})
-	ack := time.Now()
+	var got *discoveryv1.EndpointSlice
+	var ack time.Time
+	err := onTransient(func() (err error) {
+		got, err = w.clients[providerCluster].DiscoveryV1().EndpointSlices(w.opts.namespace).Update(ctx, s, metav1.UpdateOptions{})
+		ack = time.Now()
+		return err
+	})
 	if err != nil {
 		return ack, fmt.Errorf("updating endpointslice %s/%s in %s: %w", s.Namespace, s.Name, providerCluster, err)
 	}
@@ -496,6 +511,18 @@ func clusterNames(names []string) []v1alpha1.ClusterName {
 		out[i] = v1alpha1.ClusterName(n)
 	}
 	return out
+}
+
+// transientBackoff spans about a minute and a half: an API server of the
+// lab restarting, as the fault tests make them.
+var transientBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Steps: 12, Cap: 10 * time.Second}
+
+// onTransient runs fn again while the API server refuses connections or
+// says it cannot serve yet; a write that reached it is not repeated.
+func onTransient(fn func() error) error {
+	return retry.OnError(transientBackoff, func(err error) bool {
+		return utilnet.IsConnectionRefused(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err)
+	}, fn)
 }
 
 func ignoreExists(err error) error {
