@@ -1,0 +1,300 @@
+//go:build lab
+
+package docs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+func TestMain(m *testing.M) {
+	labtest.Main(m)
+}
+
+// converge bounds how long a block with an expected output is run again
+// until it prints it, and the waits for the processes to be ready.
+const converge = 60 * time.Second
+
+// blockTimeout bounds one run of a block.
+const blockTimeout = 2 * time.Minute
+
+// TestDocCommands runs the commands of every page of docs/ against the lab
+// (blocks_test.go says how), page by page, each with its own namespace in
+// place of demo, and with what the pages install standing in as local
+// processes: the hub overlay and the member overlays are only dry runs here
+// (they would change the shared lab's kube-system, cluster-wide RBAC and the
+// hub's mcs-system), so this test runs bin/mcs-controller against the hub
+// with the members as kubeconfig contexts, limited to the page's namespace,
+// and member2's bin/coredns-mcs on loopback with the mcs stanza of
+// corefile/Corefile (answer vip, as in a member; the lab routes no ClusterIP,
+// but the pages only ask DNS for it). Blocks run in a copy of deploy/, from
+// the top of that copy, so that nothing they write lands in the repository.
+func TestDocCommands(t *testing.T) {
+	l := labtest.Get(t)
+	l.InstallCRDs(t) // the hub overlay's CRD, which the pages apply as a dry run
+	for _, page := range pages(t) {
+		blocks, err := readBlocks(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(page, func(t *testing.T) {
+			if len(blocks) == 0 {
+				t.Logf("%s has no commands", page)
+				return
+			}
+			newPage(t, page).run(t, blocks)
+		})
+	}
+}
+
+// pageRun is what one page's blocks run with.
+type pageRun struct {
+	ns    string   // replaces demo
+	dir   string   // the working directory, a copy of deploy/ under a top of its own
+	env   []string // KUBECONFIG, PATH with the lab's kubectl and a dig that asks member2's coredns-mcs, DNS
+	fleet []string // the environment of fleet blocks' checks
+	state string   // the variables of the blocks run so far
+}
+
+func newPage(t *testing.T, page string) *pageRun {
+	l := labtest.Get(t)
+	root := l.Root()
+	p := &pageRun{ns: fmt.Sprintf("doc-%s-%05d", strings.TrimSuffix(page, ".md"), rand.IntN(100000))}
+	t.Cleanup(func() { deleteNamespace(t, p.ns) })
+
+	tmp := t.TempDir()
+	p.dir = filepath.Join(tmp, "top")
+	if err := os.CopyFS(filepath.Join(p.dir, "deploy"), os.DirFS(filepath.Join(root, "deploy"))); err != nil {
+		t.Fatal(err)
+	}
+	p.state = filepath.Join(tmp, "state")
+	if err := os.WriteFile(p.state, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	startController(t, p.ns)
+	dnsPort := startCoreDNS(t)
+	kubectl := filepath.Join(root, "_output", "bin", "kubectl")
+	dig, err := exec.LookPath("dig")
+	if err != nil {
+		t.Fatalf("dig is needed (Debian's bind9-dnsutils): %v", err)
+	}
+	bin := filepath.Join(tmp, "bin")
+	script(t, bin, "kubectl", fmt.Sprintf("exec %q \"$@\"\n", kubectl))
+	script(t, bin, "dig", fmt.Sprintf("exec %q -p %d \"$@\"\n", dig, dnsPort))
+	p.env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig(), "PATH="+bin+":"+os.Getenv("PATH"), "DNS=127.0.0.1", "DOC_STATE="+p.state)
+
+	// A fleet block's kubectl prints its help instead of running: that
+	// rejects unknown flags, and a command with subcommands of its own
+	// means a subcommand was misspelt. Nothing else is on the PATH, and
+	// bash lets commands it does not find pass.
+	check := filepath.Join(tmp, "fleet")
+	script(t, check, "kubectl", fmt.Sprintf(`out=$(%q "$@" --help 2>&1) || { echo "kubectl $*: $out" >&2; exit 1; }
+if [[ $out == *$'\n'"Available Commands:"* ]]; then echo "kubectl $*: not a command kubectl knows" >&2; exit 1; fi
+`, kubectl))
+	p.fleet = []string{"PATH=" + check, "HOME=" + tmp, "KUBECONFIG=" + filepath.Join(tmp, "none")}
+	return p
+}
+
+// script writes an executable bash script name into dir.
+func script(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/bash\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var demo = regexp.MustCompile(`\bdemo\b`)
+
+func (p *pageRun) run(t *testing.T, blocks []block) {
+	counts := map[string]int{}
+	for _, b := range blocks {
+		start := time.Now()
+		switch b.mode {
+		case modeRun:
+			p.runBlock(t, b)
+		case modeDryRun:
+			s, err := dryRun(b.script)
+			if err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			if out, err := p.bash(t, p.env, p.withState(s)); err != nil {
+				t.Fatalf("%s (dry run): %v\n%s", b, err, out)
+			}
+		case modeFleet:
+			if out, err := p.bash(t, p.fleet, "command_not_found_handle() { return 0; }\n"+b.script); err != nil {
+				t.Fatalf("%s (fleet, checked only): %v\n%s", b, err, out)
+			}
+		}
+		counts[b.mode]++
+		t.Logf("%s %s: %.1fs", b, b.mode, time.Since(start).Seconds())
+	}
+	t.Logf("%d blocks run, %d as dry runs, %d checked only (fleet)", counts[modeRun], counts[modeDryRun], counts[modeFleet])
+}
+
+// runBlock runs b in the page's namespace and, when b says what it prints,
+// runs it again until it prints that.
+func (p *pageRun) runBlock(t *testing.T, b block) {
+	s := demo.ReplaceAllString(b.script, p.ns)
+	want := demo.ReplaceAllString(b.want, p.ns)
+	deadline := time.Now().Add(converge)
+	for {
+		out, err := p.bash(t, p.env, p.withState(s))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", b, err, out)
+		}
+		if want == "" {
+			return
+		}
+		err = matchOutput(want, out)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not print what the page says within %s: %v", b, converge, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// withState makes script start with the variables the blocks before it set,
+// as in a reader's shell, and keep its own for the blocks after it.
+func (p *pageRun) withState(script string) string {
+	return fmt.Sprintf("set -a\nsource %q\ntrap 'export -p > %q' EXIT\n%s", p.state, p.state, script)
+}
+
+// bash runs script with env in the page's directory, stopping at the first
+// command that fails, and returns its standard output (with its standard
+// error on failure).
+func (p *pageRun) bash(t *testing.T, env []string, script string) (string, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), blockTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir, cmd.Env = p.dir, env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + stderr.String(), err
+	}
+	return string(out), nil
+}
+
+// deleteNamespace deletes the page's namespace wherever its commands or the
+// controller created it.
+func deleteNamespace(t *testing.T, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range labtest.Clusters {
+		err := labtest.Get(t).Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s in %s: %v", ns, c, err)
+		}
+	}
+}
+
+// built is bin/name of the repository, which make build writes.
+func built(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(labtest.Get(t).Root(), "bin", name)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v: run make build first", err)
+	}
+	return bin
+}
+
+// startController runs bin/mcs-controller as the hub overlay's Deployment
+// would, limited to namespace ns, its own state in a namespace of its own.
+func startController(t *testing.T, ns string) {
+	t.Helper()
+	l := labtest.Get(t)
+	ports, err := loopback.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p, err := process.Start(process.Config{
+		Name:   "mcs-controller",
+		Binary: built(t, "mcs-controller"),
+		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
+		Args: []string{
+			"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
+			"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", ns, "--leader-elect=false",
+			"--http-address", addr, "--probe-interval", "1s",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StopAtCleanup(t)
+	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memberCorefile is member2's: the mcs stanza of corefile/Corefile above the
+// kubernetes plugin, on loopback ports, with the lab's kubeconfig in place of
+// the in-cluster account.
+const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
+    bind 127.0.0.1
+    ready 127.0.0.1:%[2]d
+    mcs cluster.local clusterset.local {
+        kubeconfig %[3]s member2
+        cluster member2
+    }
+    kubernetes cluster.local {
+        kubeconfig %[3]s member2
+    }
+}
+`
+
+// startCoreDNS runs member2's bin/coredns-mcs, waits until it is ready, and
+// returns its DNS port.
+func startCoreDNS(t *testing.T) int {
+	t.Helper()
+	dir := t.TempDir()
+	for attempt := 1; ; attempt++ {
+		ports, err := loopback.FreePorts(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corefile := filepath.Join(dir, "Corefile")
+		text := fmt.Sprintf(memberCorefile, ports[0], ports[1], labtest.Get(t).Kubeconfig())
+		if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		cfg := process.CoreDNS("coredns-mcs member2", built(t, "coredns-mcs"), corefile, filepath.Join(dir, "coredns.log"))
+		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, converge)
+		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.StopAtCleanup(t)
+		if err := p.WaitFor(t.Context(), converge, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
+			t.Fatal(err)
+		}
+		return ports[0]
+	}
+}
