@@ -26,7 +26,8 @@ package docs_test
 // A ```text block right below a ```sh block (blank lines between at most) is
 // what the block prints: TestDocCommands compares it with the block's
 // standard output, and runs the block again until it matches, for up to
-// converge, as a reader would look again while things settle. Runs of spaces
+// converge, as a reader would look again while things settle; such a block
+// must only look, never change anything. Runs of spaces
 // are one space (kubectl's columns); <name> stands for one word, and every
 // <name> of the same name must be the same word (so "the answer is the
 // derived Service's ClusterIP" is checked, not just "an address").

@@ -108,7 +108,7 @@ func newPage(t *testing.T, page string) *pageRun {
 	script(t, check, "kubectl", fmt.Sprintf(`out=$(%q "$@" --help 2>&1) || { echo "kubectl $*: $out" >&2; exit 1; }
 if [[ $out == *$'\n'"Available Commands:"* ]]; then echo "kubectl $*: not a command kubectl knows" >&2; exit 1; fi
 `, kubectl))
-	p.fleet = []string{"PATH=" + check, "HOME=" + tmp, "KUBECONFIG=" + filepath.Join(tmp, "none")}
+	p.fleet = []string{"PATH=" + check, "HOME=" + tmp, "KUBECONFIG=" + filepath.Join(tmp, "none"), "DNS=127.0.0.1"}
 	return p
 }
 
