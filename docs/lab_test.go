@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +42,7 @@ const blockTimeout = 2 * time.Minute
 // processes: the hub overlay and the member overlays are only dry runs here
 // (they would change the shared lab's kube-system, cluster-wide RBAC and the
 // hub's mcs-system), so this test runs bin/mcs-controller against the hub
-// with the members as kubeconfig contexts, limited to the page's namespace,
+// with the members as kubeconfig contexts, limited to the pages' namespaces,
 // and member2's bin/coredns-mcs on loopback with the mcs stanza of
 // corefile/Corefile (answer vip, as in a member; the lab routes no ClusterIP,
 // but the pages only ask DNS for it). Blocks run in a copy of deploy/, from
@@ -48,17 +50,28 @@ const blockTimeout = 2 * time.Minute
 func TestDocCommands(t *testing.T) {
 	l := labtest.Get(t)
 	l.InstallCRDs(t) // the hub overlay's CRD, which the pages apply as a dry run
+	blocks := allBlocks(t)
+	namespaces := map[string]string{}
+	for page := range blocks {
+		ns := fmt.Sprintf("doc-%s-%05d", strings.TrimSuffix(page, ".md"), rand.IntN(100000))
+		namespaces[page] = ns
+		t.Cleanup(func() { deleteNamespace(t, ns) })
+	}
+	// One controller and one coredns-mcs serve every page, each page in a
+	// namespace of its own; they start together, which takes a while on a
+	// busy lab.
+	ready := startController(t, slices.Collect(maps.Values(namespaces)))
+	dnsPort := startCoreDNS(t)
+	if err := ready(); err != nil {
+		t.Fatal(err)
+	}
 	for _, page := range pages(t) {
-		blocks, err := readBlocks(page)
-		if err != nil {
-			t.Fatal(err)
-		}
 		t.Run(page, func(t *testing.T) {
-			if len(blocks) == 0 {
+			if len(blocks[page]) == 0 {
 				t.Logf("%s has no commands", page)
 				return
 			}
-			newPage(t, page).run(t, blocks)
+			newPage(t, namespaces[page], dnsPort).run(t, blocks[page])
 		})
 	}
 }
@@ -72,12 +85,10 @@ type pageRun struct {
 	state string   // the variables of the blocks run so far
 }
 
-func newPage(t *testing.T, page string) *pageRun {
+func newPage(t *testing.T, ns string, dnsPort int) *pageRun {
 	l := labtest.Get(t)
 	root := l.Root()
-	p := &pageRun{ns: fmt.Sprintf("doc-%s-%05d", strings.TrimSuffix(page, ".md"), rand.IntN(100000))}
-	t.Cleanup(func() { deleteNamespace(t, p.ns) })
-
+	p := &pageRun{ns: ns}
 	tmp := t.TempDir()
 	p.dir = filepath.Join(tmp, "top")
 	if err := os.CopyFS(filepath.Join(p.dir, "deploy"), os.DirFS(filepath.Join(root, "deploy"))); err != nil {
@@ -88,8 +99,6 @@ func newPage(t *testing.T, page string) *pageRun {
 		t.Fatal(err)
 	}
 
-	startController(t, p.ns)
-	dnsPort := startCoreDNS(t)
 	kubectl := filepath.Join(root, "_output", "bin", "kubectl")
 	dig, err := exec.LookPath("dig")
 	if err != nil {
@@ -222,9 +231,10 @@ func built(t *testing.T, name string) string {
 	return bin
 }
 
-// startController runs bin/mcs-controller as the hub overlay's Deployment
-// would, limited to namespace ns, its own state in a namespace of its own.
-func startController(t *testing.T, ns string) {
+// startController starts bin/mcs-controller as the hub overlay's Deployment
+// would, limited to namespaces, its own state in a namespace of its own, and
+// returns a wait until it is ready.
+func startController(t *testing.T, namespaces []string) (ready func() error) {
 	t.Helper()
 	l := labtest.Get(t)
 	ports, err := loopback.FreePorts(1)
@@ -238,17 +248,15 @@ func startController(t *testing.T, ns string) {
 		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
 		Args: []string{
 			"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
-			"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", ns, "--leader-elect=false",
-			"--http-address", addr, "--probe-interval", "1s",
+			"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", strings.Join(namespaces, ","),
+			"--leader-elect=false", "--http-address", addr, "--probe-interval", "1s",
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.StopAtCleanup(t)
-	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
-		t.Fatal(err)
-	}
+	return func() error { return p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")) }
 }
 
 // memberCorefile is member2's: the mcs stanza of corefile/Corefile above the
