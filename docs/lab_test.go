@@ -19,6 +19,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/loopback"
@@ -30,8 +31,14 @@ func TestMain(m *testing.M) {
 }
 
 // converge bounds how long a block with an expected output is run again
-// until it prints it, and the waits for the processes to be ready.
+// until it prints it.
 const converge = 60 * time.Second
+
+// startTimeout bounds the wait for mcs-controller and coredns-mcs to be
+// ready, and for the hub's namespaces to go: the kubernetes plugin waits for
+// its API server, which other tests of the shared lab may keep busy (or
+// freeze) for a while.
+const startTimeout = 2 * time.Minute
 
 // blockTimeout bounds one run of a block.
 const blockTimeout = 2 * time.Minute
@@ -55,15 +62,27 @@ func TestDocCommands(t *testing.T) {
 	for page := range blocks {
 		ns := fmt.Sprintf("doc-%s-%05d", strings.TrimSuffix(page, ".md"), rand.IntN(100000))
 		namespaces[page] = ns
-		t.Cleanup(func() { deleteNamespace(t, ns) })
+		// The members' once the controller has stopped: it would create a
+		// consumer's namespace again while a provider's, with its
+		// ServiceExport, is terminating.
+		t.Cleanup(func() { deleteNamespace(t, ns, labtest.Members...) })
 	}
 	// One controller and one coredns-mcs serve every page, each page in a
 	// namespace of its own; they start together, which takes a while on a
 	// busy lab.
+	start := time.Now()
 	ready := startController(t, slices.Collect(maps.Values(namespaces)))
 	dnsPort := startCoreDNS(t)
 	if err := ready(); err != nil {
 		t.Fatal(err)
+	}
+	t.Logf("mcs-controller and coredns-mcs ready in %.1fs", time.Since(start).Seconds())
+	// The hub's first, registered after the controller so that it runs
+	// before the controller stops: deleting a page's MultiClusterServices
+	// needs the controller, which removes their finalizers once it has
+	// cleaned the members.
+	for _, ns := range namespaces {
+		t.Cleanup(func() { deleteNamespace(t, ns, labtest.Hub) })
 	}
 	for _, page := range pages(t) {
 		t.Run(page, func(t *testing.T) {
@@ -208,16 +227,30 @@ func (p *pageRun) bash(t *testing.T, env []string, script string) (string, error
 	return string(out), nil
 }
 
-// deleteNamespace deletes the page's namespace wherever its commands or the
-// controller created it.
-func deleteNamespace(t *testing.T, ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// deleteNamespace deletes a page's namespace in clusters, wherever its
+// commands or the controller created it, and waits until it is gone from
+// the hub.
+func deleteNamespace(t *testing.T, ns string, clusters ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	for _, c := range labtest.Clusters {
-		err := labtest.Get(t).Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	l := labtest.Get(t)
+	for _, c := range clusters {
+		err := l.Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s in %s: %v", ns, c, err)
 		}
+	}
+	if !slices.Contains(clusters, labtest.Hub) {
+		return
+	}
+	start := time.Now()
+	defer func() { t.Logf("namespace %s: gone from the hub in %.1fs", ns, time.Since(start).Seconds()) }()
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := l.Client(t, labtest.Hub).CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("namespace %s of the hub is still there after %s (a MultiClusterService's finalizer?)", ns, startTimeout)
 	}
 }
 
@@ -256,7 +289,7 @@ func startController(t *testing.T, namespaces []string) (ready func() error) {
 		t.Fatal(err)
 	}
 	p.StopAtCleanup(t)
-	return func() error { return p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")) }
+	return func() error { return p.WaitFor(t.Context(), startTimeout, process.HTTPOK("http://"+addr+"/readyz")) }
 }
 
 // memberCorefile is member2's: the mcs stanza of corefile/Corefile above the
@@ -292,7 +325,7 @@ func startCoreDNS(t *testing.T) int {
 		}
 		dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 		cfg := process.CoreDNS("coredns-mcs member2", built(t, "coredns-mcs"), corefile, filepath.Join(dir, "coredns.log"))
-		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, converge)
+		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, startTimeout)
 		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
 			continue
 		}
@@ -300,7 +333,7 @@ func startCoreDNS(t *testing.T) int {
 			t.Fatal(err)
 		}
 		p.StopAtCleanup(t)
-		if err := p.WaitFor(t.Context(), converge, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
+		if err := p.WaitFor(t.Context(), startTimeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
 			t.Fatal(err)
 		}
 		return ports[0]
