@@ -4,10 +4,10 @@ package docs_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
-	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
@@ -62,17 +61,17 @@ func TestDocCommands(t *testing.T) {
 	for page := range blocks {
 		ns := fmt.Sprintf("doc-%s-%05d", strings.TrimSuffix(page, ".md"), rand.IntN(100000))
 		namespaces[page] = ns
-		// The members' once the controller has stopped: it would create a
-		// consumer's namespace again while a provider's, with its
-		// ServiceExport, is terminating.
-		t.Cleanup(func() { deleteNamespace(t, ns, labtest.Members...) })
 	}
+	// The members' namespaces once the controller has stopped: it would
+	// create a consumer's namespace again while a provider's, with its
+	// ServiceExport, is terminating.
+	t.Cleanup(func() { deleteNamespaces(t, namespaces, labtest.Members...) })
 	// One controller and one coredns-mcs serve every page, each page in a
 	// namespace of its own; they start together, which takes a while on a
 	// busy lab.
 	start := time.Now()
 	ready := startController(t, slices.Collect(maps.Values(namespaces)))
-	dnsPort := startCoreDNS(t)
+	dnsAddr := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), labtest.Member2, startTimeout)
 	if err := ready(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +80,14 @@ func TestDocCommands(t *testing.T) {
 	// before the controller stops: deleting a page's MultiClusterServices
 	// needs the controller, which removes their finalizers once it has
 	// cleaned the members.
-	for _, ns := range namespaces {
-		t.Cleanup(func() { deleteNamespace(t, ns, labtest.Hub) })
-	}
+	t.Cleanup(func() { deleteNamespaces(t, namespaces, labtest.Hub) })
 	for _, page := range pages(t) {
 		t.Run(page, func(t *testing.T) {
 			if len(blocks[page]) == 0 {
 				t.Logf("%s has no commands", page)
 				return
 			}
-			newPage(t, namespaces[page], dnsPort).run(t, blocks[page])
+			newPage(t, namespaces[page], dnsAddr).run(t, blocks[page])
 		})
 	}
 }
@@ -104,7 +101,7 @@ type pageRun struct {
 	state string   // the variables of the blocks run so far
 }
 
-func newPage(t *testing.T, ns string, dnsPort int) *pageRun {
+func newPage(t *testing.T, ns, dnsAddr string) *pageRun {
 	l := labtest.Get(t)
 	root := l.Root()
 	p := &pageRun{ns: ns}
@@ -125,8 +122,12 @@ func newPage(t *testing.T, ns string, dnsPort int) *pageRun {
 	}
 	bin := filepath.Join(tmp, "bin")
 	script(t, bin, "kubectl", fmt.Sprintf("exec %q \"$@\"\n", kubectl))
-	script(t, bin, "dig", fmt.Sprintf("exec %q -p %d \"$@\"\n", dig, dnsPort))
-	p.env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig(), "PATH="+bin+":"+os.Getenv("PATH"), "DNS=127.0.0.1", "DOC_STATE="+p.state)
+	host, port, err := net.SplitHostPort(dnsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script(t, bin, "dig", fmt.Sprintf("exec %q -p %s \"$@\"\n", dig, port))
+	p.env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig(), "PATH="+bin+":"+os.Getenv("PATH"), "DNS="+host)
 
 	// A fleet block's kubectl prints its help instead of running: that
 	// rejects unknown flags, and a command with subcommands of its own
@@ -227,41 +228,40 @@ func (p *pageRun) bash(t *testing.T, env []string, script string) (string, error
 	return string(out), nil
 }
 
-// deleteNamespace deletes a page's namespace in clusters, wherever its
-// commands or the controller created it, and waits until it is gone from
-// the hub.
-func deleteNamespace(t *testing.T, ns string, clusters ...string) {
+// deleteNamespaces deletes the pages' namespaces in clusters, wherever their
+// commands or the controller created them, and waits until they are gone
+// from the hub.
+func deleteNamespaces(t *testing.T, namespaces map[string]string, clusters ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	l := labtest.Get(t)
-	for _, c := range clusters {
-		err := l.Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s in %s: %v", ns, c, err)
+	for _, ns := range namespaces {
+		for _, c := range clusters {
+			err := l.Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting namespace %s in %s: %v", ns, c, err)
+			}
 		}
 	}
 	if !slices.Contains(clusters, labtest.Hub) {
 		return
 	}
 	start := time.Now()
-	defer func() { t.Logf("namespace %s: gone from the hub in %.1fs", ns, time.Since(start).Seconds()) }()
+	var left []string
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := l.Client(t, labtest.Hub).CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		left = nil
+		for _, ns := range namespaces {
+			if _, err := l.Client(t, labtest.Hub).CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, ns)
+			}
+		}
+		return len(left) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("namespace %s of the hub is still there after %s (a MultiClusterService's finalizer?)", ns, startTimeout)
+		t.Errorf("namespaces %v of the hub are still there after %s (a MultiClusterService's finalizer?)", left, startTimeout)
+		return
 	}
-}
-
-// built is bin/name of the repository, which make build writes.
-func built(t *testing.T, name string) string {
-	t.Helper()
-	bin := filepath.Join(labtest.Get(t).Root(), "bin", name)
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%v: run make build first", err)
-	}
-	return bin
+	t.Logf("the pages' namespaces gone from the hub in %.1fs", time.Since(start).Seconds())
 }
 
 // startController starts bin/mcs-controller as the hub overlay's Deployment
@@ -270,72 +270,9 @@ func built(t *testing.T, name string) string {
 func startController(t *testing.T, namespaces []string) (ready func() error) {
 	t.Helper()
 	l := labtest.Get(t)
-	ports, err := loopback.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := process.Start(process.Config{
-		Name:   "mcs-controller",
-		Binary: built(t, "mcs-controller"),
-		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
-		Args: []string{
-			"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
-			"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", strings.Join(namespaces, ","),
-			"--leader-elect=false", "--http-address", addr, "--probe-interval", "1s",
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.StopAtCleanup(t)
+	p, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"),
+		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
+		"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", strings.Join(namespaces, ","),
+		"--leader-elect=false", "--probe-interval", "1s")
 	return func() error { return p.WaitFor(t.Context(), startTimeout, process.HTTPOK("http://"+addr+"/readyz")) }
-}
-
-// memberCorefile is member2's: the mcs stanza of corefile/Corefile above the
-// kubernetes plugin, on loopback ports, with the lab's kubeconfig in place of
-// the in-cluster account.
-const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
-    bind 127.0.0.1
-    ready 127.0.0.1:%[2]d
-    mcs cluster.local clusterset.local {
-        kubeconfig %[3]s member2
-        cluster member2
-    }
-    kubernetes cluster.local {
-        kubeconfig %[3]s member2
-    }
-}
-`
-
-// startCoreDNS runs member2's bin/coredns-mcs, waits until it is ready, and
-// returns its DNS port.
-func startCoreDNS(t *testing.T) int {
-	t.Helper()
-	dir := t.TempDir()
-	for attempt := 1; ; attempt++ {
-		ports, err := loopback.FreePorts(2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		corefile := filepath.Join(dir, "Corefile")
-		text := fmt.Sprintf(memberCorefile, ports[0], ports[1], labtest.Get(t).Kubeconfig())
-		if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-		cfg := process.CoreDNS("coredns-mcs member2", built(t, "coredns-mcs"), corefile, filepath.Join(dir, "coredns.log"))
-		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, startTimeout)
-		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.StopAtCleanup(t)
-		if err := p.WaitFor(t.Context(), startTimeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
-			t.Fatal(err)
-		}
-		return ports[0]
-	}
 }
