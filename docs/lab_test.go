@@ -237,9 +237,14 @@ func deleteNamespaces(t *testing.T, namespaces map[string]string, clusters ...st
 	l := labtest.Get(t)
 	for _, ns := range namespaces {
 		for _, c := range clusters {
-			err := l.Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting namespace %s in %s: %v", ns, c, err)
+			// Other tests of the shared lab restart API servers: try again.
+			var last error
+			err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				last = l.Client(t, c).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+				return last == nil || apierrors.IsNotFound(last), nil
+			})
+			if err != nil {
+				t.Errorf("deleting namespace %s in %s: %v", ns, c, last)
 			}
 		}
 	}
