@@ -24,7 +24,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
-	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
@@ -61,7 +60,7 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 	hubToken := l.TokenKubeconfig(t, hub, ns, account("mcs-controller"))
 	startController(t, hubToken, ns)
 	dnsToken := l.TokenKubeconfig(t, m2, ns, account("coredns"))
-	server := startCoreDNS(t, dnsToken, m2)
+	server := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), dnsToken, m2, converge)
 
 	l.Workload(t, m1, ns, "foo", 1, false)
 	l.Apply(t, hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
@@ -194,74 +193,11 @@ func registerMembers(t *testing.T, ns string, kubeconfigs map[string]string) {
 // given, its namespace and the namespace it syncs being ns.
 func startController(t *testing.T, kubeconfig, ns string) {
 	t.Helper()
-	ports, err := loopback.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := process.Start(process.Config{
-		Name:   "mcs-controller",
-		Binary: binary(t, "mcs-controller"),
-		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
-		Args: []string{"--kubeconfig", kubeconfig, "--namespace", ns, "--watch-namespaces", ns,
-			"--leader-elect=true", "--http-address", addr, "--probe-interval", "1s"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.StopAtCleanup(t)
+	p, addr := labtest.StartController(t, labtest.Get(t).Binary(t, "mcs-controller"), "--kubeconfig", kubeconfig,
+		"--namespace", ns, "--watch-namespaces", ns, "--leader-elect=true", "--probe-interval", "1s")
 	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startCoreDNS runs bin/coredns-mcs for member: mcs above kubernetes, both
-// connecting with kubeconfig, as in the member overlays' Corefile; it
-// returns the DNS address once ready.
-func startCoreDNS(t *testing.T, kubeconfig, member string) string {
-	t.Helper()
-	ports, err := loopback.FreePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, ready := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	corefile := filepath.Join(t.TempDir(), "Corefile")
-	text := fmt.Sprintf(`cluster.local:%[1]d clusterset.local:%[1]d {
-    bind 127.0.0.1
-    errors
-    ready %[2]s
-    mcs cluster.local clusterset.local {
-        kubeconfig %[3]s %[4]s
-        cluster %[4]s
-    }
-    kubernetes cluster.local {
-        kubeconfig %[3]s %[4]s
-    }
-}
-`, ports[0], ready, kubeconfig, member)
-	if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := process.CoreDNS("coredns", binary(t, "coredns-mcs"), corefile, filepath.Join(t.TempDir(), "coredns.log"))
-	p, err := process.StartCoreDNS(t.Context(), run, addr, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.StopAtCleanup(t)
-	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+ready+"/ready")); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
-// binary is bin/NAME of the repository, which make build writes.
-func binary(t *testing.T, name string) string {
-	t.Helper()
-	path := filepath.Join(labtest.Get(t).Root(), "bin", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%v; run make build", err)
-	}
-	return path
 }
 
 // expectA waits until the DNS server at addr answers name's A query with

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
-	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
@@ -49,24 +47,10 @@ func startController(t *testing.T, ns string, args ...string) *controller {
 	l := labtest.Get(t)
 	l.InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
 	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "api", "cmd/mcs-controller")
-	ports, err := loopback.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	p, err := process.Start(process.Config{
-		Name:   "mcs-controller",
-		Binary: bin,
-		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
-		Args: append([]string{
-			"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
-			"--namespace", ns, "--watch-namespaces", ns, "--http-address", addr, "--probe-interval", "1s",
-		}, args...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.StopAtCleanup(t)
+	p, addr := labtest.StartController(t, bin, append([]string{
+		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
+		"--namespace", ns, "--watch-namespaces", ns, "--probe-interval", "1s",
+	}, args...)...)
 	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
 		t.Fatal(err)
 	}

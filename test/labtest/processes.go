@@ -1,0 +1,99 @@
+package labtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+// Binary is bin/name of the repository, which make build writes.
+func (l *Lab) Binary(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(l.root, "bin", name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%v; run make build", err)
+	}
+	return path
+}
+
+// StartController starts the mcs-controller binary with args and
+// --http-address on a free loopback port, which it returns, and stops it
+// when the test ends. It does not wait: wait with
+// process.HTTPOK("http://"+addr+"/readyz").
+func StartController(t testing.TB, binary string, args ...string) (p *process.Process, addr string) {
+	t.Helper()
+	ports, err := loopback.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p, err = process.Start(process.Config{
+		Name:   "mcs-controller",
+		Binary: binary,
+		Log:    filepath.Join(t.TempDir(), "mcs-controller.log"),
+		Args:   append(slices.Clone(args), "--http-address", addr),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StopAtCleanup(t)
+	return p, addr
+}
+
+// memberCorefile is a member's mcs stanza of corefile/Corefile above the
+// kubernetes plugin, on loopback ports, both connecting with a kubeconfig
+// in place of the in-cluster account.
+const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
+    bind 127.0.0.1
+    errors
+    ready 127.0.0.1:%[2]d
+    mcs cluster.local clusterset.local {
+        kubeconfig %[3]s %[4]s
+        cluster %[4]s
+    }
+    kubernetes cluster.local {
+        kubeconfig %[3]s %[4]s
+    }
+}
+`
+
+// StartMemberDNS runs the coredns-mcs binary as member's CoreDNS, with
+// the member overlays' Corefile (answer vip) on loopback ports and
+// kubeconfig's context member, waits up to timeout until it is ready, and
+// returns its DNS address; it stops when the test ends.
+func StartMemberDNS(t testing.TB, binary, kubeconfig, member string, timeout time.Duration) string {
+	t.Helper()
+	dir := t.TempDir()
+	for attempt := 1; ; attempt++ {
+		ports, err := loopback.FreePorts(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corefile := filepath.Join(dir, "Corefile")
+		text := fmt.Sprintf(memberCorefile, ports[0], ports[1], kubeconfig, member)
+		if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		cfg := process.CoreDNS("coredns-mcs "+member, binary, corefile, filepath.Join(dir, "coredns.log"))
+		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, timeout)
+		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.StopAtCleanup(t)
+		if err := p.WaitFor(t.Context(), timeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
+			t.Fatal(err)
+		}
+		return dnsAddr
+	}
+}
