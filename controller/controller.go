@@ -238,9 +238,16 @@ func (c *Controller) enqueueRelevant(obj any) {
 	}
 }
 
+// serviceEvent queues the service a Service is, or is the derived- name of:
+// also when that one is someone else's (Karmada's, say), so that the
+// controller takes the name over as soon as it is deleted.
 func (c *Controller) serviceEvent(obj any) {
-	if a, ok := metaOf(obj); ok && a.labels[api.LabelManagedBy] == api.ManagedBy && strings.HasPrefix(a.name, api.DerivedPrefix) {
-		c.enqueueObject(obj, api.DerivedPrefix)
+	a, ok := metaOf(obj)
+	if !ok {
+		return
+	}
+	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
+		c.enqueue(a.namespace, svc)
 		return
 	}
 	c.enqueueRelevant(obj)

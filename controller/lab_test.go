@@ -311,10 +311,12 @@ func TestBadInput(t *testing.T) {
 		}
 		return nil
 	})
+	inTheWay := time.Now()
 	derived, err := l.Client(t, m2).CoreV1().Services(ns).Get(t.Context(), api.DerivedPrefix+"bar", metav1.GetOptions{})
 	if err != nil || derived.Labels[api.LabelManagedBy] != "" || derived.Spec.Selector["app"] != api.DerivedPrefix+"bar" {
 		t.Errorf("the user's derived-bar: %v, %+v", err, derived)
 	}
+	defer takesOver(t, ns, "bar", inTheWay)
 
 	// A typo in the consumption list: reported, and member2 keeps foo.
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}))
@@ -340,6 +342,25 @@ func TestBadInput(t *testing.T) {
 		events, err := l.Client(t, labtest.Hub).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=foo,reason=InvalidSpec"})
 		if err != nil || len(events.Items) == 0 {
 			return fmt.Errorf("no InvalidSpec event for foo: %v", err)
+		}
+		return nil
+	})
+}
+
+// takesOver deletes the user's derived-<name> in member2, as Karmada does
+// when its import goes, and checks that the controller writes its own at
+// once: not at the next retry of the failing sync, which has backed off to
+// more than 10 s once it has failed for 25 s (10 ms doubling per failure).
+func takesOver(t *testing.T, ns, name string, failingSince time.Time) {
+	time.Sleep(25*time.Second - time.Since(failingSince))
+	services := labtest.Get(t).Client(t, m2).CoreV1().Services(ns)
+	if err := services.Delete(t.Context(), api.DerivedPrefix+name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, 5*time.Second, func(ctx context.Context) error {
+		s, err := services.Get(ctx, api.DerivedPrefix+name, metav1.GetOptions{})
+		if err != nil || s.Labels[api.LabelManagedBy] != api.ManagedBy {
+			return fmt.Errorf("%s%s in %s is not the controller's yet: %v", api.DerivedPrefix, name, m2, err)
 		}
 		return nil
 	})
