@@ -32,8 +32,9 @@ const usage = `usage: labctl up|down|status|watch
   status  show whether each component of the lab is alive
   watch   stop the lab once standard input reaches end of file: the test
           binary that started the lab holds the pipe's other end
-  stop    stop one component of a cluster, e.g. member1 kube-apiserver; the
-          lab counts as running, with that component stopped
+  stop    stop one component of a cluster, e.g. member1 kube-apiserver
+          (SIGTERM, SIGKILL after 2s); the lab counts as running, with that
+          component stopped
   start   start a component that is not running again, with the same
           arguments and data, and wait until it is ready
   hold    stop, then start again once standard input reaches end of file:

@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// holdGrace is the SIGTERM grace of one component stopped on its own. An
+// apiserver stops listening at once but drains its watches for up to its
+// request timeout, a minute: longer than a test should keep the shared lab
+// waiting, and SIGKILL cuts them as a crash would.
+const holdGrace = 2 * time.Second
 
 // stopOne stops comp of c, waits until its ports are free, and marks it
 // stopped on purpose, so that status shows it stopped and still counts the
@@ -27,7 +34,7 @@ func (l *lab) stopOne(c cluster, comp *component) error {
 	if !s.alive {
 		return fmt.Errorf("%s %s is not running", c.name, comp.name)
 	}
-	if err := stop([]componentState{s}); err != nil {
+	if err := stop([]componentState{s}, holdGrace); err != nil {
 		return err
 	}
 	if err := waitPortsFree([]cluster{c}, []*component{comp}); err != nil {

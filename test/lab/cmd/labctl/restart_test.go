@@ -128,7 +128,7 @@ func TestStopAndStartOne(t *testing.T) {
 // and says so, and start repairs it.
 func TestStartOneRepairsADeadComponent(t *testing.T) {
 	l, c, _, b := fakeLab(t)
-	if err := stop([]componentState{inspectOne(t, l, c, b)}); err != nil {
+	if err := stop([]componentState{inspectOne(t, l, c, b)}, stopGrace); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.status(io.Discard); err == nil || !strings.Contains(err.Error(), "one b is dead") {

@@ -171,7 +171,7 @@ func (l *lab) stopDemo() error {
 		name := strings.TrimSuffix(filepath.Base(path), ".pid")
 		states = append(states, componentState{cluster: cluster{name: "demo"}, comp: &component{name: name}, rec: rec, recorded: true})
 	}
-	if err := stop(states); err != nil {
+	if err := stop(states, stopGrace); err != nil {
 		return err
 	}
 	for _, path := range paths {
@@ -200,7 +200,7 @@ func (l *lab) stopAll() error {
 				live = append(live, s)
 			}
 		}
-		if err := stop(live); err != nil {
+		if err := stop(live, stopGrace); err != nil {
 			return err
 		}
 	}
@@ -232,9 +232,14 @@ func waitPortsFree(cs []cluster, comps []*component) error {
 	}
 }
 
-// stop stops the process groups of states, politely first.
-func stop(states []componentState) error {
-	if stopGroups(states, syscall.SIGTERM, 10*time.Second) || stopGroups(states, syscall.SIGKILL, 5*time.Second) {
+// stopGrace is how long a component may take to end after SIGTERM before
+// it is killed.
+const stopGrace = 10 * time.Second
+
+// stop stops the process groups of states, politely first: SIGTERM, and
+// SIGKILL for what still runs after grace.
+func stop(states []componentState, grace time.Duration) error {
+	if stopGroups(states, syscall.SIGTERM, grace) || stopGroups(states, syscall.SIGKILL, 5*time.Second) {
 		return nil
 	}
 	var names []string
