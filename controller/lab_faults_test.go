@@ -75,4 +75,3 @@ func TestMemberComesBack(t *testing.T) {
 		t.Errorf("member1 counts as collected again, but %v", err)
 	}
 }
-
