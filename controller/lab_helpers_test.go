@@ -134,6 +134,16 @@ func imported(ctx context.Context, t *testing.T, cluster, ns, name string) (map[
 	return out, nil
 }
 
+// importedFrom fails unless consumer's imports of service name are exactly
+// the addresses of provider's want ready pods of app name.
+func importedFrom(ctx context.Context, t *testing.T, consumer, provider, ns, name string, want int) error {
+	ips, err := readyIPs(ctx, t, provider, ns, name, want)
+	if err != nil {
+		return err
+	}
+	return sameImports(ctx, t, consumer, ns, name, map[string][]string{provider: ips})
+}
+
 // sameImports fails unless cluster's imported addresses are exactly want.
 func sameImports(ctx context.Context, t *testing.T, cluster, ns, name string, want map[string][]string) error {
 	got, err := imported(ctx, t, cluster, ns, name)

@@ -45,11 +45,7 @@ func TestStoryOneProvisionToConsumption(t *testing.T) {
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 2)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importedFrom(ctx, t, m2, m1, ns, "foo", 2); err != nil {
 			return err
 		}
 		imp, err := getImport(ctx, t, m2, ns, "foo")
@@ -91,11 +87,7 @@ func TestStoryOneProvisionToConsumption(t *testing.T) {
 	// Scaling in member1 reaches member2.
 	workload(t, m1, ns, "foo", 3, false)
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 3)
-		if err != nil {
-			return err
-		}
-		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+		return importedFrom(ctx, t, m2, m1, ns, "foo", 3)
 	})
 }
 
@@ -230,11 +222,7 @@ func TestHeadless(t *testing.T) {
 	workload(t, m1, ns, "web", 2, true)
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "web", 2)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "web", map[string][]string{m1: ips}); err != nil {
+		if err := importedFrom(ctx, t, m2, m1, ns, "web", 2); err != nil {
 			return err
 		}
 		imp, err := getImport(ctx, t, m2, ns, "web")
@@ -266,11 +254,7 @@ func TestMoveAndDelete(t *testing.T) {
 	l.Apply(t, m3, labtest.Service(ns, "mine", false))
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
-		return sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips})
+		return importedFrom(ctx, t, m2, m1, ns, "foo", 1)
 	})
 
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}))
@@ -319,11 +303,7 @@ func TestBadInput(t *testing.T) {
 		labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}),
 		labtest.MultiClusterService(ns, "bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importedFrom(ctx, t, m2, m1, ns, "foo", 1); err != nil {
 			return err
 		}
 		barIPs, err := readyIPs(ctx, t, m1, ns, "bar", 1)
@@ -413,11 +393,7 @@ func TestSecretMembers(t *testing.T) {
 	l.Apply(t, labtest.Hub, memberSecret(ns, "member9", []byte("clusters: [not a kubeconfig")))
 
 	labtest.Eventually(t, wait, func(ctx context.Context) error {
-		ips, err := readyIPs(ctx, t, m1, ns, "foo", 1)
-		if err != nil {
-			return err
-		}
-		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m1: ips}); err != nil {
+		if err := importedFrom(ctx, t, m2, m1, ns, "foo", 1); err != nil {
 			return err
 		}
 		if _, err := conditionsAre(ctx, t, ns, "foo", allTrue); err != nil {

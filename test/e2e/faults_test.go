@@ -44,12 +44,8 @@ func TestProviderDown(t *testing.T) {
 	ns := l.Namespace(t)
 	startController(t, ns, shortLeases...)
 	_, endpoints := member2DNS(t)
-	l.Workload(t, m1, ns, "foo", 1, false)
-	l.Workload(t, m3, ns, "foo", 1, false)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}))
-	ips1, ips3 := readyIPs(t, m1, ns, "foo", 1), readyIPs(t, m3, ns, "foo", 1)
+	ips1, ips3 := fooFromTwo(t, ns, endpoints)
 	name := native("foo", ns)
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(ips1, ips3)...)))
 	before := importedSlices(t, ns, "foo")
 
 	thaw := l.Freeze(t, m1, "kube-apiserver")
@@ -109,12 +105,8 @@ func TestProviderRestart(t *testing.T) {
 	ns := l.Namespace(t)
 	ctl := startController(t, ns, shortLeases...)
 	_, endpoints := member2DNS(t)
-	l.Workload(t, m1, ns, "foo", 1, false)
-	l.Workload(t, m3, ns, "foo", 1, false)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}))
-	ips1, ips3 := readyIPs(t, m1, ns, "foo", 1), readyIPs(t, m3, ns, "foo", 1)
+	_, ips3 := fooFromTwo(t, ns, endpoints)
 	name := native("foo", ns)
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(ips1, ips3)...)))
 	before := importedSlices(t, ns, "foo")
 	objects := member2Objects(t, ns, "foo")
 
@@ -157,13 +149,9 @@ func TestHubDown(t *testing.T) {
 	args := slices.Concat(fastLeader, shortLeases)
 	leader := startController(t, ns, args...)
 	_, endpoints := member2DNS(t)
-	l.Workload(t, m1, ns, "foo", 1, false)
-	l.Workload(t, m3, ns, "foo", 1, false)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}))
-	ips3 := readyIPs(t, m3, ns, "foo", 1)
+	ips1, ips3 := fooFromTwo(t, ns, endpoints)
 	name := native("foo", ns)
-	was := endpoints.addrs(name, slices.Concat(readyIPs(t, m1, ns, "foo", 1), ips3)...)
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(was))
+	was := endpoints.addrs(name, slices.Concat(ips1, ips3)...)
 	conditions := settled(t, ns, "foo")
 	objects := member2Objects(t, ns, "foo")
 
@@ -197,6 +185,22 @@ func TestHubDown(t *testing.T) {
 	if w := replacement.writes(t); !maps.Equal(w, map[string]float64{"EndpointSlice/update": 1}) {
 		t.Errorf("the replacement wrote %v, want the one EndpointSlice update of member1's change", w)
 	}
+}
+
+// fooFromTwo runs foo with a pod in member1 and one in member3, which a
+// MultiClusterService provides to member2, and waits until member2's
+// coredns-mcs answers foo's native name with both; it returns their
+// addresses.
+func fooFromTwo(t *testing.T, ns string, endpoints *server) (ips1, ips3 []string) {
+	t.Helper()
+	l := labtest.Get(t)
+	l.Workload(t, m1, ns, "foo", 1, false)
+	l.Workload(t, m3, ns, "foo", 1, false)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}))
+	ips1, ips3 = readyIPs(t, m1, ns, "foo", 1), readyIPs(t, m3, ns, "foo", 1)
+	name := native("foo", ns)
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(ips1, ips3)...)))
+	return ips1, ips3
 }
 
 // multiClusterService reads the hub's MultiClusterService.
