@@ -5,6 +5,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,6 +62,10 @@ type Member struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// fresh are the caches being listed for a member that answers again
+	// after it was unreachable; only the probe touches them.
+	fresh *caches
 
 	mu        sync.RWMutex
 	caches    *caches // nil until the informers started
@@ -192,12 +197,14 @@ func (m *Member) probe(ctx context.Context, h Handlers) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
-	if ok, _ := m.Reachable(); err == nil && !ok {
-		if m.current() == nil {
-			err = m.startInformers(ctx, h)
-		} else {
-			err = m.relist(ctx, h)
-		}
+	switch ok, _ := m.Reachable(); {
+	case err != nil:
+		m.dropFresh()
+	case ok:
+	case m.current() == nil:
+		err = m.startInformers(ctx, h)
+	default:
+		err = m.relist(ctx, h)
 	}
 	if ctx.Err() != nil {
 		return
@@ -267,33 +274,47 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	return nil
 }
 
-// relistTimeout bounds the fresh list of a member that comes back; the
-// next probe tries again.
-const relistTimeout = 30 * time.Second
+// relistWait is how long a probe waits for a member's fresh list before
+// it says the member is still being listed; the next probe looks again.
+const relistWait = 5 * time.Second
 
-// relist replaces the caches of a member that comes back after it was
-// unreachable with fresh ones, once they have listed. The old informers
-// would see what changed meanwhile only after client-go's watch back-off,
-// up to a minute, and the member must not count as reachable again, nor
-// its Lease be renewed, from what was seen before the outage. Handlers
-// join after the swap, so no sync reads the old caches for their events.
+// relist brings back a member that answers again after it was unreachable:
+// new informers list it, and replace the old ones once they have. The old
+// informers would see what changed meanwhile only after client-go's watch
+// back-off, up to a minute, and the member must not count as reachable
+// again, nor its Lease be renewed, from what was seen before the outage.
+// Handlers join after the swap, so no sync reads the old caches for the
+// new informers' events.
 func (m *Member) relist(ctx context.Context, h Handlers) error {
-	fresh, err := newCaches(ctx, m.Kube, m.Dyn, m.Exports, m.Imports)
-	if err != nil {
-		return err
+	if m.fresh == nil {
+		c, err := newCaches(ctx, m.Kube, m.Dyn, m.Exports, m.Imports)
+		if err != nil {
+			return err
+		}
+		m.fresh = c
 	}
-	wctx, cancel := context.WithTimeout(ctx, relistTimeout)
+	wctx, cancel := context.WithTimeout(ctx, relistWait)
 	defer cancel()
-	if !cache.WaitForCacheSync(wctx.Done(), fresh.synced()...) {
-		fresh.stop()
-		return fmt.Errorf("listing its objects afresh took longer than %s", relistTimeout)
+	if !cache.WaitForCacheSync(wctx.Done(), m.fresh.synced()...) {
+		return errors.New("listing its objects afresh after it was unreachable")
 	}
+	fresh := m.fresh
 	m.mu.Lock()
 	old := m.caches
-	m.caches = fresh
+	m.caches, m.fresh = fresh, nil
 	m.mu.Unlock()
 	old.stop()
 	return fresh.handle(m.Name, h)
+}
+
+// dropFresh stops a fresh list that a failed probe interrupted: its
+// informers would wait out their back-off too. It starts anew when the
+// member answers.
+func (m *Member) dropFresh() {
+	if m.fresh != nil {
+		m.fresh.stop()
+		m.fresh = nil
+	}
 }
 
 // served picks the MCS API version the member serves for resource.
