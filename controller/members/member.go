@@ -63,9 +63,12 @@ type Member struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// fresh are the caches being listed for a member that answers again
-	// after it was unreachable; only the probe touches them.
-	fresh *caches
+	// Only the probe touches these. cutOff: a probe got no answer at all
+	// (refused, timed out) since the member last answered, so its
+	// informers' watches may be waiting out a back-off. fresh: the caches
+	// being listed for a member that was cut off and answers again.
+	cutOff bool
+	fresh  *caches
 
 	mu        sync.RWMutex
 	caches    *caches // nil until the informers started
@@ -199,10 +202,17 @@ func (m *Member) probe(ctx context.Context, h Handlers) {
 	err := m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
 	switch ok, _ := m.Reachable(); {
 	case err != nil:
-		m.dropFresh()
-	case ok:
+		var answered apierrors.APIStatus
+		if !errors.As(err, &answered) {
+			m.cutOff = true
+			m.dropFresh()
+		}
 	case m.current() == nil:
 		err = m.startInformers(ctx, h)
+	case ok || !m.cutOff:
+		// Reachable, or unreachable by checks it failed but answered: its
+		// watches kept working.
+		m.cutOff = false
 	default:
 		err = m.relist(ctx, h)
 	}
@@ -278,7 +288,8 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 // it says the member is still being listed; the next probe looks again.
 const relistWait = 5 * time.Second
 
-// relist brings back a member that answers again after it was unreachable:
+// relist brings back a member that answers again after it was unreachable
+// and cut off:
 // new informers list it, and replace the old ones once they have. The old
 // informers would see what changed meanwhile only after client-go's watch
 // back-off, up to a minute, and the member must not count as reachable
@@ -303,6 +314,7 @@ func (m *Member) relist(ctx context.Context, h Handlers) error {
 	old := m.caches
 	m.caches, m.fresh = fresh, nil
 	m.mu.Unlock()
+	m.cutOff = false
 	old.stop()
 	return fresh.handle(m.Name, h)
 }
