@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -99,6 +101,9 @@ func (l *lab) startOne(ctx context.Context, c cluster, comp *component) error {
 // kernel closes it however the test binary ends, so a component a test
 // stops always comes back.
 func (l *lab) hold(ctx context.Context, c cluster, comp *component, r io.Reader) error {
+	// When the test binary is gone, writing to its pipes must fail rather
+	// than kill hold before it has started the component again.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := l.stopOne(c, comp); err != nil {
 		return err
 	}
