@@ -18,6 +18,10 @@ type component struct {
 	// within timeout of the start.
 	ready   func(c cluster, cl *clients) readiness
 	timeout time.Duration
+	// clients are the components that watch this one: labctl start
+	// restarts them with it, since client-go's informers would wait out
+	// their watch back-off, up to a minute, before they see it again.
+	clients []*component
 }
 
 // readiness is what shows that a component serves, and its check.
@@ -49,6 +53,7 @@ var (
 			return readiness{"/readyz", cl.apiserverReady}
 		},
 		timeout: apiserverTimeout,
+		clients: []*component{controllerManager, scheduler, kwok},
 	}
 	controllerManager = &component{
 		name:  "kube-controller-manager",

@@ -50,9 +50,10 @@ func (l *lab) stopOne(c cluster, comp *component) error {
 }
 
 // startOne starts comp of c again with the arguments, certificates and
-// data labctl up gave it, and waits until it is ready as up does. It
-// starts a component that is not running in a lab that runs otherwise:
-// one stopped by stopOne, or one that died.
+// data labctl up gave it, and waits until it is ready as up does; then it
+// restarts the components that watch it. It starts a component that is not
+// running in a lab that runs otherwise: one stopped by stopOne, or one
+// that died.
 func (l *lab) startOne(ctx context.Context, c cluster, comp *component) error {
 	unlock, err := l.lock()
 	if err != nil {
@@ -93,6 +94,30 @@ func (l *lab) startOne(ctx context.Context, c cluster, comp *component) error {
 		return err
 	}
 	fmt.Printf("%s %s started\n", c.name, comp.name)
+	return l.restartClients(ctx, up, comp)
+}
+
+// restartClients restarts the running components that watch comp, so that
+// the cluster works again at once. One stopped on purpose stays stopped.
+func (l *lab) restartClients(ctx context.Context, up *startup, comp *component) error {
+	for _, client := range comp.clients {
+		s, err := l.inspectOne(up.cluster, client)
+		if err != nil {
+			return err
+		}
+		if !s.alive {
+			continue
+		}
+		if err := stop([]componentState{s}, holdGrace); err != nil {
+			return err
+		}
+		if err := waitPortsFree([]cluster{up.cluster}, []*component{client}); err != nil {
+			return err
+		}
+		if err := up.startAndWait(ctx, client); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,7 @@ func fakeLab(t *testing.T) (*lab, cluster, *component, *component) {
 		}
 	}
 	a, b := fake("a"), fake("b")
+	b.clients = []*component{a}
 	c := cluster{name: "one", ip: "127.0.0.1", podCIDR: "10.98.0.0/16", serviceCIDR: "10.99.0.0/16"}
 	oldClusters, oldComponents := clusters, components
 	clusters, components = []cluster{c}, []*component{a, b}
@@ -80,10 +81,11 @@ func inspectOne(t *testing.T, l *lab, c cluster, comp *component) componentState
 }
 
 // A stopped component is shown stopped and the lab still runs; start
-// brings it back with a new process and waits until it is ready.
+// brings it back with a new process, waits until it is ready, and restarts
+// the component that watches it.
 func TestStopAndStartOne(t *testing.T) {
 	l, c, a, b := fakeLab(t)
-	before := inspectOne(t, l, c, b)
+	before, client := inspectOne(t, l, c, b), inspectOne(t, l, c, a)
 	if err := l.stopOne(c, b); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +117,9 @@ func TestStopAndStartOne(t *testing.T) {
 	after := inspectOne(t, l, c, b)
 	if !after.alive || after.stopped || after.rec == before.rec {
 		t.Errorf("after start: %+v, want a new live process, not marked stopped", after)
+	}
+	if now := inspectOne(t, l, c, a); !now.alive || now.rec == client.rec {
+		t.Errorf("a, which watches b, after b's start: %+v, want it restarted", now)
 	}
 	if _, err := os.Stat(filepath.Join(l.clusterDir(c), "b.ready")); err != nil {
 		t.Errorf("start returned before b was ready: %v", err)
