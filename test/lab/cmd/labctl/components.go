@@ -53,7 +53,9 @@ var (
 			return readiness{"/readyz", cl.apiserverReady}
 		},
 		timeout: apiserverTimeout,
-		clients: []*component{controllerManager, scheduler, kwok},
+		// Not kwok: its pool of pod addresses lives in memory, and a new
+		// kwok would give out addresses of running pods again.
+		clients: []*component{controllerManager, scheduler},
 	}
 	controllerManager = &component{
 		name:  "kube-controller-manager",

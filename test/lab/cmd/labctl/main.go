@@ -37,7 +37,7 @@ const usage = `usage: labctl up|down|status|watch
           component stopped
   start   start a component that is not running again, with the same
           arguments and data, and wait until it is ready; an apiserver's
-          controller manager, scheduler and kwok are restarted with it
+          controller manager and scheduler are restarted with it
   hold    stop, then start again once standard input reaches end of file:
           a test stops a component this way, and it comes back however the
           test ends
