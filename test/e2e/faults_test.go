@@ -99,13 +99,14 @@ func TestConsumerDown(t *testing.T) {
 // source-member1 has expired, member2 answers with member3's endpoints.
 // When member1 is back, a change made there at once arrives with the one
 // write it needs, and member2 still holds one imported slice per source
-// slice.
+// slice. member1's side of foo is a slice the test writes, so the change
+// waits for no controller of member1's own.
 func TestProviderRestart(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
 	ctl := startController(t, ns, shortLeases...)
 	_, endpoints := member2DNS(t)
-	_, ips3 := fooFromTwo(t, ns, endpoints)
+	ips3 := fooFromSliceAndPod(t, ns, endpoints)
 	name := native("foo", ns)
 	before := importedSlices(t, ns, "foo")
 	objects := member2Objects(t, ns, "foo")
@@ -123,8 +124,8 @@ func TestProviderRestart(t *testing.T) {
 	back := time.Now()
 	t.Logf("member1's API server was away for %s", back.Sub(stopped).Round(time.Millisecond))
 
-	l.Workload(t, m1, ns, "foo", 2, false)
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(readyIPs(t, m1, ns, "foo", 2), ips3)...)))
+	l.Apply(t, m1, oneEndpointSlice(ns, "foo", changedAddr))
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, changedAddr, ips3[0])))
 	t.Logf("member1's change was answered in member2 %s after member1 was back", time.Since(back).Round(time.Millisecond))
 	if got := importedSlices(t, ns, "foo"); !slices.Equal(got, before) {
 		t.Errorf("member2's imported slices after member1 is back: %v, want %v, one per source slice", got, before)
@@ -153,9 +154,9 @@ func TestHubDown(t *testing.T) {
 	args := slices.Concat(fastLeader, shortLeases)
 	leader := startController(t, ns, args...)
 	_, endpoints := member2DNS(t)
-	ips1, ips3 := fooFromTwo(t, ns, endpoints)
+	ips3 := fooFromSliceAndPod(t, ns, endpoints)
 	name := native("foo", ns)
-	was := endpoints.addrs(name, slices.Concat(ips1, ips3)...)
+	was := endpoints.addrs(name, slice1Addr, ips3[0])
 	conditions := settled(t, ns, "foo")
 	objects := member2Objects(t, ns, "foo")
 
@@ -170,8 +171,7 @@ func TestHubDown(t *testing.T) {
 		t.Errorf("the leader %v, want it to exit 0 saying it lost the lead", err)
 	}
 	replacement := runController(t, ns, args...)
-	l.Workload(t, m1, ns, "foo", 2, false)
-	now := readyIPs(t, m1, ns, "foo", 2)
+	l.Apply(t, m1, oneEndpointSlice(ns, "foo", changedAddr))
 	// Longer than a source Lease lasts: stale or not, member2 answers.
 	time.Sleep(time.Until(stopped.Add(8 * time.Second)))
 	endpoints.expect(t, name, dns.TypeA, answer(was))
@@ -182,7 +182,7 @@ func TestHubDown(t *testing.T) {
 	t.Logf("the hub's API server was away for %s", time.Since(stopped).Round(time.Millisecond))
 
 	leading(t, []*controller{replacement})
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(now, ips3)...)))
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, changedAddr, ips3[0])))
 	if got := settled(t, ns, "foo"); !equality.Semantic.DeepEqual(got, conditions) {
 		t.Errorf("conditions after the hub is back: %+v, want them unchanged: %+v", got, conditions)
 	}
@@ -197,14 +197,38 @@ func TestHubDown(t *testing.T) {
 // addresses.
 func fooFromTwo(t *testing.T, ns string, endpoints *server) (ips1, ips3 []string) {
 	t.Helper()
+	labtest.Get(t).Workload(t, m1, ns, "foo", 1, false)
+	ips1 = readyIPs(t, m1, ns, "foo", 1)
+	return ips1, provideFoo(t, ns, endpoints, ips1...)
+}
+
+// Addresses of member1's slice of foo in fooFromSliceAndPod, before and
+// after a change, in member1's pod CIDR.
+const slice1Addr, changedAddr = "10.10.250.1", "10.10.250.2"
+
+// fooFromSliceAndPod is fooFromTwo with member1's foo a Service without a
+// selector, whose slice the test writes (one endpoint, slice1Addr): it
+// returns member3's address.
+func fooFromSliceAndPod(t *testing.T, ns string, endpoints *server) []string {
+	t.Helper()
+	svc := labtest.Service(ns, "foo", false)
+	svc.Spec.Selector = nil
+	labtest.Get(t).Apply(t, m1, svc, oneEndpointSlice(ns, "foo", slice1Addr))
+	return provideFoo(t, ns, endpoints, slice1Addr)
+}
+
+// provideFoo runs a pod of foo in member3, provides foo from member1 and
+// member3 to member2, and waits until member2's coredns-mcs answers with
+// member1's addrs1 and member3's pod, whose address it returns.
+func provideFoo(t *testing.T, ns string, endpoints *server, addrs1 ...string) []string {
+	t.Helper()
 	l := labtest.Get(t)
-	l.Workload(t, m1, ns, "foo", 1, false)
 	l.Workload(t, m3, ns, "foo", 1, false)
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}))
-	ips1, ips3 = readyIPs(t, m1, ns, "foo", 1), readyIPs(t, m3, ns, "foo", 1)
+	ips3 := readyIPs(t, m3, ns, "foo", 1)
 	name := native("foo", ns)
-	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(ips1, ips3)...)))
-	return ips1, ips3
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, slices.Concat(addrs1, ips3)...)))
+	return ips3
 }
 
 // multiClusterService reads the hub's MultiClusterService.
