@@ -36,6 +36,11 @@ func TestMain(m *testing.M) { labtest.Main(m) }
 // seconds in practice, far more under -race on a busy machine.
 const wait = 60 * time.Second
 
+// syncWait bounds the controller's first sync: a member's first list takes
+// as long as what it holds, and the shared lab may hold a benchmark's
+// 10,000 Services, decoded under -race.
+const syncWait = 3 * time.Minute
+
 // run starts the controller package against the lab, as mcs-controller
 // does, limited to namespace ns so that tests (and a controller left
 // running by make demo) stay out of each other's way. Member Secrets are
@@ -89,7 +94,7 @@ func start(t *testing.T, kubeconfig string, namespaces ...string) (stop func()) 
 		})
 	}
 	t.Cleanup(stop)
-	labtest.Eventually(t, wait, func(context.Context) error { return c.Synced() })
+	labtest.Eventually(t, syncWait, func(context.Context) error { return c.Synced() })
 	return stop
 }
 

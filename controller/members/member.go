@@ -5,6 +5,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -61,14 +60,19 @@ type Member struct {
 	// member serves (v1beta1 preferred); set once its informers started.
 	Exports, Imports schema.GroupVersionResource
 
-	services, slices, namespaces, exports, imports cache.SharedIndexInformer
-
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// Only the probe touches these. cutOff: a probe got no answer at all
+	// (refused, timed out) since the member last answered, so its
+	// informers' watches may be waiting out a back-off. fresh: the caches
+	// being listed for a member that was cut off and answers again.
+	cutOff bool
+	fresh  *caches
+
 	mu        sync.RWMutex
-	started   bool
-	probed    bool // once probed, reachable says how it went
+	caches    *caches // nil until the informers started
+	probed    bool    // once probed, reachable says how it went
 	reachable bool
 	failures  int // probes failed in a row
 	lastErr   error
@@ -112,18 +116,8 @@ func (m *Member) Reachable() (bool, error) {
 // Synced reports whether the member's informers have delivered their first
 // list: only then does an absent object mean the member has none.
 func (m *Member) Synced() bool {
-	m.mu.RLock()
-	started := m.started
-	m.mu.RUnlock()
-	if !started {
-		return false
-	}
-	for _, inf := range m.informers() {
-		if !inf.HasSynced() {
-			return false
-		}
-	}
-	return true
+	c := m.current()
+	return c != nil && c.hasSynced()
 }
 
 // Settled reports whether the member's state is known: it was probed and,
@@ -172,10 +166,6 @@ func (m *Member) Err() error {
 	return nil
 }
 
-func (m *Member) informers() []cache.SharedIndexInformer {
-	return []cache.SharedIndexInformer{m.services, m.slices, m.namespaces, m.exports, m.imports}
-}
-
 // start probes the member and, once it answers, discovers its MCS API
 // version and starts its informers. It returns at once; stop ends it all.
 func (m *Member) start(h Handlers, probeEvery time.Duration) {
@@ -204,13 +194,27 @@ func (m *Member) stop() {
 const failureThreshold = 2
 
 // probe checks that the member's API server is ready; the first success
-// starts the informers. Transitions are logged and reported to h.Changed.
+// starts the informers, and a success after the member was unreachable
+// lists it afresh. Transitions are logged and reported to h.Changed.
 func (m *Member) probe(ctx context.Context, h Handlers) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
-	if err == nil && !m.isStarted() {
+	switch ok, _ := m.Reachable(); {
+	case err != nil:
+		var answered apierrors.APIStatus
+		if !errors.As(err, &answered) {
+			m.cutOff = true
+			m.dropFresh()
+		}
+	case m.current() == nil:
 		err = m.startInformers(ctx, h)
+	case ok || !m.cutOff:
+		// Reachable, or unreachable by checks it failed but answered: its
+		// watches kept working.
+		m.cutOff = false
+	default:
+		err = m.relist(ctx, h)
 	}
 	if ctx.Err() != nil {
 		return
@@ -238,10 +242,11 @@ func (m *Member) probe(ctx context.Context, h Handlers) {
 	}
 }
 
-func (m *Member) isStarted() bool {
+// current is the member's caches, nil before its informers started.
+func (m *Member) current() *caches {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.started
+	return m.caches
 }
 
 // startInformers discovers which MCS API version the member serves and
@@ -256,41 +261,20 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	if err != nil {
 		return err
 	}
-	kube := informers.NewSharedInformerFactoryWithOptions(m.Kube, 0, informers.WithTransform(trimManagedFields))
-	dyn := dynamicinformer.NewDynamicSharedInformerFactory(m.Dyn, 0)
-	services := kube.Core().V1().Services().Informer()
-	slicesInf := kube.Discovery().V1().EndpointSlices().Informer()
-	namespaces := kube.Core().V1().Namespaces().Informer()
-	exportsInf := dyn.ForResource(exports).Informer()
-	importsInf := dyn.ForResource(imports).Informer()
-	if err := slicesInf.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
+	c, err := newCaches(ctx, m.Kube, m.Dyn, exports, imports)
+	if err != nil {
 		return err
 	}
-	for _, inf := range []cache.SharedIndexInformer{exportsInf, importsInf} {
-		if err := inf.SetTransform(toTyped); err != nil {
-			return err
-		}
-	}
-	// Readers check started (under mu) before they touch the informers:
-	// they are published with it.
+	// Readers take the caches under mu: they are published with the
+	// versions they were made for.
 	m.mu.Lock()
-	m.services, m.slices, m.namespaces, m.exports, m.imports = services, slicesInf, namespaces, exportsInf, importsInf
-	m.Exports, m.Imports, m.started = exports, imports, true
+	m.caches, m.Exports, m.Imports = c, exports, imports
 	m.mu.Unlock()
-	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){services: h.Services, slicesInf: h.Slices, exportsInf: h.Exports, importsInf: h.Imports} {
-		if _, err := inf.AddEventHandler(handler(m.Name, fn)); err != nil {
-			return err
-		}
+	if err := c.handle(m.Name, h); err != nil {
+		return err
 	}
-	kube.Start(ctx.Done())
-	dyn.Start(ctx.Done())
 	go func() {
-		<-ctx.Done()
-		kube.Shutdown()
-		dyn.Shutdown()
-	}()
-	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), m.services.HasSynced, m.slices.HasSynced, m.namespaces.HasSynced, m.exports.HasSynced, m.imports.HasSynced) {
+		if cache.WaitForCacheSync(c.done, c.synced()...) {
 			klog.InfoS("Member synced", "cluster", m.Name, "serviceExport", exports.Version, "serviceImport", imports.Version)
 			if h.Changed != nil {
 				h.Changed(m.Name)
@@ -298,6 +282,51 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 		}
 	}()
 	return nil
+}
+
+// relistWait is how long a probe waits for a member's fresh list before
+// it says the member is still being listed; the next probe looks again.
+const relistWait = 5 * time.Second
+
+// relist brings back a member that answers again after it was unreachable
+// and cut off:
+// new informers list it, and replace the old ones once they have. The old
+// informers would see what changed meanwhile only after client-go's watch
+// back-off, up to a minute, and the member must not count as reachable
+// again, nor its Lease be renewed, from what was seen before the outage.
+// Handlers join after the swap, so no sync reads the old caches for the
+// new informers' events.
+func (m *Member) relist(ctx context.Context, h Handlers) error {
+	if m.fresh == nil {
+		c, err := newCaches(ctx, m.Kube, m.Dyn, m.Exports, m.Imports)
+		if err != nil {
+			return err
+		}
+		m.fresh = c
+	}
+	wctx, cancel := context.WithTimeout(ctx, relistWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), m.fresh.synced()...) {
+		return errors.New("listing its objects afresh after it was unreachable")
+	}
+	fresh := m.fresh
+	m.mu.Lock()
+	old := m.caches
+	m.caches, m.fresh = fresh, nil
+	m.mu.Unlock()
+	m.cutOff = false
+	old.stop()
+	return fresh.handle(m.Name, h)
+}
+
+// dropFresh stops a fresh list that a failed probe interrupted: its
+// informers would wait out their back-off too. It starts anew when the
+// member answers.
+func (m *Member) dropFresh() {
+	if m.fresh != nil {
+		m.fresh.stop()
+		m.fresh = nil
+	}
 }
 
 // served picks the MCS API version the member serves for resource.
@@ -397,52 +426,58 @@ func boolGauge(b bool) float64 {
 
 // Service is the member's Service namespace/name, or nil.
 func (m *Member) Service(namespace, name string) *corev1.Service {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	s, _ := get(m.services, namespace, name).(*corev1.Service)
+	s, _ := get(c.services, namespace, name).(*corev1.Service)
 	return s
 }
 
 // Export is the member's ServiceExport namespace/name, or nil.
 func (m *Member) Export(namespace, name string) *mcsv1b1.ServiceExport {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	e, _ := get(m.exports, namespace, name).(*mcsv1b1.ServiceExport)
+	e, _ := get(c.exports, namespace, name).(*mcsv1b1.ServiceExport)
 	return e
 }
 
 // Import is the member's ServiceImport namespace/name, or nil.
 func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	i, _ := get(m.imports, namespace, name).(*mcsv1b1.ServiceImport)
+	i, _ := get(c.imports, namespace, name).(*mcsv1b1.ServiceImport)
 	return i
 }
 
 // HasNamespace reports whether the member has the namespace.
 func (m *Member) HasNamespace(name string) bool {
-	return m.isStarted() && get(m.namespaces, "", name) != nil
+	c := m.current()
+	return c != nil && get(c.namespaces, "", name) != nil
 }
 
 // Slice is the member's EndpointSlice namespace/name, or nil.
 func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	s, _ := get(m.slices, namespace, name).(*discoveryv1.EndpointSlice)
+	s, _ := get(c.slices, namespace, name).(*discoveryv1.EndpointSlice)
 	return s
 }
 
 // SlicesOf lists the member's slices of service namespace/name by index
 // (BySourceService or ByImportedService), sorted by name.
 func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.EndpointSlice {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	objs, err := m.slices.GetIndexer().ByIndex(index, namespace+"/"+name)
+	objs, err := c.slices.GetIndexer().ByIndex(index, namespace+"/"+name)
 	if err != nil {
 		return nil
 	}
@@ -458,26 +493,28 @@ func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.Endpoint
 
 // ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
 func (m *Member) ImportKeys() []string {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	return m.imports.GetStore().ListKeys()
+	return c.imports.GetStore().ListKeys()
 }
 
 // ManagedKeys lists the services (namespace/name) of which the member
 // holds an object the controller wrote: an imported slice, or a
 // ServiceImport, derived or propagated Service carrying its label.
 func (m *Member) ManagedKeys() []string {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	keys := m.slices.GetIndexer().ListIndexFuncValues(ByImportedService)
-	for _, obj := range m.services.GetStore().List() {
+	keys := c.slices.GetIndexer().ListIndexFuncValues(ByImportedService)
+	for _, obj := range c.services.GetStore().List() {
 		if s, ok := obj.(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
 			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
 		}
 	}
-	for _, obj := range m.imports.GetStore().List() {
+	for _, obj := range c.imports.GetStore().List() {
 		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && i.Labels[api.LabelManagedBy] == api.ManagedBy {
 			keys = append(keys, i.Namespace+"/"+i.Name)
 		}
@@ -488,14 +525,14 @@ func (m *Member) ManagedKeys() []string {
 
 // ExportKeys lists the keys (namespace/name) of every ServiceExport the member has.
 func (m *Member) ExportKeys() []string {
-	if !m.isStarted() {
+	c := m.current()
+	if c == nil {
 		return nil
 	}
-	return m.exports.GetStore().ListKeys()
+	return c.exports.GetStore().ListKeys()
 }
 
-// get is the informer's object namespace/name, or nil; the member must
-// have started.
+// get is the informer's object namespace/name, or nil.
 func get(inf cache.SharedIndexInformer, namespace, name string) any {
 	key := name
 	if namespace != "" {

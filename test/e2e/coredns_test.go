@@ -76,9 +76,11 @@ type coredns struct {
 	servers    []*server // one per block, in order
 }
 
-// startTimeout bounds the wait until coredns serves DNS: start-up waits up
-// to 5 s for mcs's informers.
-const startTimeout = 20 * time.Second
+// startTimeout bounds the wait until coredns serves DNS: in each server
+// block, start-up waits up to 5 s for mcs's informers and 5 s for the
+// kubernetes plugin's, one after the other, so a slow API server (one that
+// holds a benchmark's thousands of Services) costs two blocks 20 s.
+const startTimeout = 45 * time.Second
 
 // startCoreDNS starts bin/coredns-mcs with a Corefile generated from cfg on
 // free loopback ports and waits until it serves DNS. It is stopped when the

@@ -32,7 +32,7 @@ func TestAPIOutage(t *testing.T) {
 		f.importedSlice("api", member2, ep("10.12.6.1")),
 	)
 	qs := f.ordinary()
-	proxy, kubeconfig := newAPIProxy(t)
+	proxy, kubeconfig := labtest.Get(t).APIProxy(t, labtest.Member1)
 	p := startCoreDNS(t, config{blocks: []block{vipBlock, kubernetesBlock}, kubeconfig: kubeconfig})
 	s, kube := p.servers[0], p.servers[1]
 	apiStatus := func(status string) string { return series("coredns_mcs_api_status", "status", status) }
@@ -49,8 +49,8 @@ func TestAPIOutage(t *testing.T) {
 		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "mcs") {
 			t.Errorf("/ready: %d %q, %v; want 503 naming mcs", code, body, err)
 		}
-		p.expectLog(t, "waiting for the Kubernetes API at https://"+proxy.addr, "connection refused")
-		p.expectLog(t, "starting before the Kubernetes API at https://"+proxy.addr+" has synced")
+		p.expectLog(t, "waiting for the Kubernetes API at https://"+proxy.Addr(), "connection refused")
+		p.expectLog(t, "starting before the Kubernetes API at https://"+proxy.Addr()+" has synced")
 		s.expect(t, native, dns.TypeA, servfail)
 		s.expect(t, clusterset, dns.TypeA, servfail)
 		version := "dns-version.clusterset.local."
@@ -67,18 +67,18 @@ func TestAPIOutage(t *testing.T) {
 	})
 
 	step("serves once the API server is reachable", func(t *testing.T) {
-		proxy.up(t)
+		proxy.Up(t)
 		p.waitReady(t, 30*time.Second)
 		s.expect(t, native, dns.TypeA, answer(s.addrs(native, "10.99.0.7")))
 		s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, "10.99.0.7")))
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
 		p.expectMetric(t, apiStatus("ok"), 1)
-		p.expectLog(t, "the Kubernetes API at https://"+proxy.addr+" answers again")
+		p.expectLog(t, "the Kubernetes API at https://"+proxy.Addr()+" answers again")
 		expectOrdinary(t, s, kube, qs, false)
 	})
 
 	step("answers from the last known state while the API server is gone", func(t *testing.T) {
-		proxy.down()
+		proxy.Down()
 		f.apply(f.serviceImport("api", importSpec{strategy: remoteAndLocal, ips: []string{"10.99.0.8"}}))
 		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 			for _, name := range []string{native, clusterset} {
@@ -95,12 +95,12 @@ func TestAPIOutage(t *testing.T) {
 			t.Error(err)
 		}
 		p.expectMetric(t, apiStatus("unreachable"), 1)
-		p.expectLog(t, "cannot reach the Kubernetes API at https://"+proxy.addr, "answering from the last known state")
+		p.expectLog(t, "cannot reach the Kubernetes API at https://"+proxy.Addr(), "answering from the last known state")
 		expectOrdinary(t, s, kube, qs, false)
 	})
 
 	step("catches up when the API server is back", func(t *testing.T) {
-		proxy.up(t)
+		proxy.Up(t)
 		s.expectWithin(t, 45*time.Second, native, dns.TypeA, answer(s.addrs(native, "10.99.0.8")))
 		p.expectMetric(t, apiStatus("ok"), 1)
 	})

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/deploy/crds"
-	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 var crdOnce sync.Once
@@ -83,26 +81,4 @@ func (l *Lab) TokenKubeconfig(t testing.TB, cluster, namespace, name string) str
 		t.Fatalf("labtest: %v", err)
 	}
 	return path
-}
-
-// Freeze stops (SIGSTOP) component (kube-apiserver, etcd, …) of cluster, as
-// a hung server or a cut network would: its connections stay open and
-// nothing answers. It returns thaw (SIGCONT), which the test's cleanup also
-// calls, so the shared lab is never left frozen.
-func (l *Lab) Freeze(t testing.TB, cluster, component string) (thaw func()) {
-	t.Helper()
-	pid := l.out("lab", "run", cluster+"-"+component+".pid")
-	if err := process.SignalPIDFile(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("labtest: freezing %s %s: %v", cluster, component, err)
-	}
-	var once sync.Once
-	thaw = func() {
-		once.Do(func() {
-			if err := process.SignalPIDFile(pid, syscall.SIGCONT); err != nil {
-				t.Errorf("labtest: thawing %s %s: %v", cluster, component, err)
-			}
-		})
-	}
-	t.Cleanup(thaw)
-	return thaw
 }

@@ -91,6 +91,11 @@ func (l *lab) pidPath(c cluster, comp *component) string {
 	return filepath.Join(l.dir, "run", c.name+"-"+comp.name+".pid")
 }
 
+// stoppedPath marks a component that labctl stop stopped on purpose.
+func (l *lab) stoppedPath(c cluster, comp *component) string {
+	return filepath.Join(l.dir, "run", c.name+"-"+comp.name+".stopped")
+}
+
 // The locks are outside dir because a fresh start wipes dir.
 func (l *lab) lockPath() string      { return filepath.Join(filepath.Dir(l.dir), ".lab.lock") }
 func (l *lab) watchLockPath() string { return filepath.Join(filepath.Dir(l.dir), ".lab-watch.lock") }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // component is one process of a cluster: the binary of that name in binDir.
@@ -12,6 +14,20 @@ type component struct {
 	ports []int
 	args  func(l *lab, c cluster) []string
 	env   []string // added to labctl's environment
+	// ready tells when comp of c serves, checked through cl; it must hold
+	// within timeout of the start.
+	ready   func(c cluster, cl *clients) readiness
+	timeout time.Duration
+	// clients are the components that watch this one: labctl start
+	// restarts them with it, since client-go's informers would wait out
+	// their watch back-off, up to a minute, before they see it again.
+	clients []*component
+}
+
+// readiness is what shows that a component serves, and its check.
+type readiness struct {
+	what  string
+	check func(context.Context) error
 }
 
 // The Go heaps of the apiserver and controller manager are most of the
@@ -23,29 +39,52 @@ var (
 		name:  "etcd",
 		ports: []int{etcdClientPort, etcdPeerPort},
 		args:  etcdArgs,
+		ready: func(c cluster, _ *clients) readiness {
+			return readiness{"/health", etcdHealthy(c)}
+		},
+		timeout: etcdTimeout,
 	}
 	apiserver = &component{
 		name:  "kube-apiserver",
 		ports: []int{apiserverPort},
 		args:  apiserverArgs,
 		env:   []string{"GOGC=25"},
+		ready: func(_ cluster, cl *clients) readiness {
+			return readiness{"/readyz", cl.apiserverReady}
+		},
+		timeout: apiserverTimeout,
+		// Not kwok: its pool of pod addresses lives in memory, and a new
+		// kwok would give out addresses of running pods again.
+		clients: []*component{controllerManager, scheduler},
 	}
 	controllerManager = &component{
 		name:  "kube-controller-manager",
 		ports: []int{kcmPort},
 		args:  controllerManagerArgs,
 		env:   []string{"GOGC=25"},
+		ready: func(c cluster, _ *clients) readiness {
+			return readiness{"/healthz", httpsHealthy(c.addr(kcmPort))}
+		},
+		timeout: setupTimeout,
 	}
 	scheduler = &component{
 		name:  "kube-scheduler",
 		ports: []int{schedulerPort},
 		args:  schedulerArgs,
 		env:   []string{"GOGC=50"},
+		ready: func(c cluster, _ *clients) readiness {
+			return readiness{"/healthz", httpsHealthy(c.addr(schedulerPort))}
+		},
+		timeout: setupTimeout,
 	}
 	kwok = &component{
 		name: "kwok",
 		args: kwokArgs,
 		env:  []string{"GOGC=50"},
+		ready: func(_ cluster, cl *clients) readiness {
+			return readiness{"node " + nodeName + " Ready", cl.nodeReady}
+		},
+		timeout: setupTimeout,
 	}
 )
 

@@ -24,10 +24,12 @@ type proc struct {
 
 // start launches comp of cluster c in a session of its own, so that it
 // outlives labctl and can be stopped as a process group, with its output
-// in its log file and its pid recorded for later labctl commands.
+// in its log file and its pid recorded for later labctl commands. The log
+// is appended to: a component started again by labctl start keeps what it
+// said before it was stopped (a fresh lab starts with no logs).
 func (l *lab) start(c cluster, comp *component) (*proc, error) {
 	p := &proc{cluster: c, comp: comp, log: l.logPath(c, comp), exited: make(chan struct{})}
-	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", c.name, comp.name, err)
 	}

@@ -95,6 +95,11 @@ func (cl *clients) createCRD(ctx context.Context, doc []byte) error {
 	return nil
 }
 
+// apiserverReady fails until the apiserver's /readyz passes.
+func (cl *clients) apiserverReady(ctx context.Context) error {
+	return cl.kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
 // crdsEstablished fails until every CRD of the cluster is Established.
 func (cl *clients) crdsEstablished(ctx context.Context) error {
 	list, err := cl.dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})

@@ -21,7 +21,9 @@ type componentState struct {
 	rec      pidRecord
 	recorded bool
 	alive    bool
-	log      string
+	// stopped: not alive because labctl stop stopped it.
+	stopped bool
+	log     string
 }
 
 // inspect reads the pid file of every component of every cluster.
@@ -29,17 +31,28 @@ func (l *lab) inspect() ([]componentState, error) {
 	var states []componentState
 	for _, c := range clusters {
 		for _, comp := range components {
-			rec, found, err := loadPIDRecord(l.pidPath(c, comp))
+			s, err := l.inspectOne(c, comp)
 			if err != nil {
 				return nil, err
 			}
-			states = append(states, componentState{
-				cluster: c, comp: comp, rec: rec, recorded: found, alive: found && rec.alive(),
-				log: l.logPath(c, comp),
-			})
+			states = append(states, s)
 		}
 	}
 	return states, nil
+}
+
+// inspectOne reads the pid file and stop mark of comp of c.
+func (l *lab) inspectOne(c cluster, comp *component) (componentState, error) {
+	rec, found, err := loadPIDRecord(l.pidPath(c, comp))
+	if err != nil {
+		return componentState{}, err
+	}
+	s := componentState{cluster: c, comp: comp, rec: rec, recorded: found, alive: found && rec.alive(), log: l.logPath(c, comp)}
+	if !s.alive {
+		_, err := os.Stat(l.stoppedPath(c, comp))
+		s.stopped = err == nil
+	}
+	return s, nil
 }
 
 type labState int
@@ -50,17 +63,23 @@ const (
 	labPartial
 )
 
+// summarize tells whether the lab runs. A component that labctl stop
+// stopped leaves it running: a test stops one for a while, and other tests
+// on the lab wait for it rather than take the lab for broken.
 func summarize(states []componentState) labState {
-	alive := 0
+	alive, stopped := 0, 0
 	for _, s := range states {
-		if s.alive {
+		switch {
+		case s.alive:
 			alive++
+		case s.stopped:
+			stopped++
 		}
 	}
-	switch alive {
-	case 0:
+	switch {
+	case alive == 0:
 		return labStopped
-	case len(states):
+	case alive+stopped == len(states):
 		return labRunning
 	default:
 		return labPartial
@@ -71,7 +90,7 @@ func summarize(states []componentState) labState {
 func halfDeadErr(states []componentState) error {
 	var dead []string
 	for _, s := range states {
-		if !s.alive {
+		if !s.alive && !s.stopped {
 			dead = append(dead, fmt.Sprintf("%s %s is dead; see %s", s.cluster.name, s.comp.name, s.log))
 		}
 	}
@@ -84,8 +103,11 @@ func printStates(w io.Writer, states []componentState) {
 	fmt.Fprintln(tw, "CLUSTER\tCOMPONENT\tSTATE\tPID\tLOG")
 	for _, s := range states {
 		state, pid := "dead", "-"
-		if s.alive {
+		switch {
+		case s.alive:
 			state = "alive"
+		case s.stopped:
+			state = "stopped"
 		}
 		if s.recorded {
 			pid = fmt.Sprint(s.rec.pid)
@@ -149,7 +171,7 @@ func (l *lab) stopDemo() error {
 		name := strings.TrimSuffix(filepath.Base(path), ".pid")
 		states = append(states, componentState{cluster: cluster{name: "demo"}, comp: &component{name: name}, rec: rec, recorded: true})
 	}
-	if err := stop(states); err != nil {
+	if err := stop(states, stopGrace); err != nil {
 		return err
 	}
 	for _, path := range paths {
@@ -178,34 +200,46 @@ func (l *lab) stopAll() error {
 				live = append(live, s)
 			}
 		}
-		if err := stop(live); err != nil {
+		if err := stop(live, stopGrace); err != nil {
 			return err
 		}
 	}
 	for _, s := range states {
-		if err := os.Remove(l.pidPath(s.cluster, s.comp)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+		for _, path := range []string{l.pidPath(s.cluster, s.comp), l.stoppedPath(s.cluster, s.comp)} {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 		}
 	}
-	// A process whose main thread has exited may still be closing its
-	// sockets in its other threads for a moment.
+	return waitPortsFree(clusters, components)
+}
+
+// waitPortsFree waits until nothing listens on the ports of comps of cs:
+// a process whose main thread has exited may still be closing its sockets
+// in its other threads for a moment.
+func waitPortsFree(cs []cluster, comps []*component) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		busy := busyPorts()
+		busy := busyPorts(cs, comps)
 		if len(busy) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the lab's processes are gone but ports are still in use (see ss -ltnp):\n  %s",
+			return fmt.Errorf("the processes are gone but ports are still in use (see ss -ltnp):\n  %s",
 				strings.Join(busy, "\n  "))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// stop stops the process groups of states, politely first.
-func stop(states []componentState) error {
-	if stopGroups(states, syscall.SIGTERM, 10*time.Second) || stopGroups(states, syscall.SIGKILL, 5*time.Second) {
+// stopGrace is how long a component may take to end after SIGTERM before
+// it is killed.
+const stopGrace = 10 * time.Second
+
+// stop stops the process groups of states, politely first: SIGTERM, and
+// SIGKILL for what still runs after grace.
+func stop(states []componentState, grace time.Duration) error {
+	if stopGroups(states, syscall.SIGTERM, grace) || stopGroups(states, syscall.SIGKILL, 5*time.Second) {
 		return nil
 	}
 	var names []string
@@ -241,11 +275,11 @@ func stopGroups(states []componentState, sig syscall.Signal, timeout time.Durati
 	}
 }
 
-// busyPorts lists the lab's addresses that something else listens on.
-func busyPorts() []string {
+// busyPorts lists the addresses of comps of cs that something listens on.
+func busyPorts(cs []cluster, comps []*component) []string {
 	var busy []string
-	for _, c := range clusters {
-		for _, comp := range components {
+	for _, c := range cs {
+		for _, comp := range comps {
 			for _, port := range comp.ports {
 				ln, err := net.Listen("tcp", c.addr(port))
 				if err != nil {

@@ -97,6 +97,11 @@ func TestSummarize(t *testing.T) {
 	if got := summarize(half); got != labPartial {
 		t.Errorf("one of two alive: %v", got)
 	}
+	held := state(true, false)
+	held[1].stopped = true
+	if got := summarize(held); got != labRunning {
+		t.Errorf("one alive, one stopped on purpose: %v, want running", got)
+	}
 	msg := halfDeadErr(half).Error()
 	if !strings.Contains(msg, clusters[1].name+" etcd is dead; see log-"+clusters[1].name) || strings.Contains(msg, clusters[0].name+" etcd") {
 		t.Errorf("the error must name the dead component and its log only: %s", msg)

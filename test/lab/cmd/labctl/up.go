@@ -50,7 +50,7 @@ func (l *lab) up(ctx context.Context) error {
 }
 
 func (l *lab) startFresh(ctx context.Context) error {
-	if busy := busyPorts(); len(busy) > 0 {
+	if busy := busyPorts(clusters, components); len(busy) > 0 {
 		return fmt.Errorf("ports the lab needs are in use (see ss -ltnp):\n  %s", strings.Join(busy, "\n  "))
 	}
 	began := time.Now()
@@ -101,43 +101,32 @@ func (l *lab) startClusters(ctx context.Context, creds credentials) error {
 // startCluster starts the components of c in dependency order and returns
 // once the cluster can run pods: its node is Ready and its CRDs serve.
 func (l *lab) startCluster(ctx context.Context, creds credentials, c cluster) error {
-	s := &startup{lab: l, cluster: c}
 	cl, err := newClients(creds, c)
 	if err != nil {
 		return err
 	}
-	if err := s.startAndWait(ctx, etcd, etcdTimeout, "/health", etcdHealthy(c)); err != nil {
-		return err
+	s := &startup{lab: l, cluster: c, clients: cl}
+	for _, comp := range []*component{etcd, apiserver} {
+		if err := s.startAndWait(ctx, comp); err != nil {
+			return err
+		}
 	}
-	apiReady := func(ctx context.Context) error {
-		return cl.kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}
-	if err := s.startAndWait(ctx, apiserver, apiserverTimeout, "/readyz", apiReady); err != nil {
-		return err
-	}
-	for _, comp := range []*component{controllerManager, scheduler, kwok} {
+	rest := []*component{controllerManager, scheduler, kwok}
+	for _, comp := range rest {
 		if err := s.start(comp); err != nil {
 			return err
 		}
 	}
-	// Each step names the component whose log tells why it fails.
-	steps := []struct {
-		comp  *component
-		what  string
-		check func(context.Context) error
-	}{
-		{apiserver, "lab objects created", func(ctx context.Context) error { return cl.createObjects(ctx, c) }},
-		{controllerManager, "/healthz", httpsHealthy(c.addr(kcmPort))},
-		{scheduler, "/healthz", httpsHealthy(c.addr(schedulerPort))},
-		{kwok, "node " + nodeName + " Ready", cl.nodeReady},
-		{apiserver, "CRDs Established", cl.crdsEstablished},
+	// kwok's node and the controller manager's work need the lab's objects.
+	if err := s.waitFor(ctx, apiserver, setupTimeout, "lab objects created", func(ctx context.Context) error { return cl.createObjects(ctx, c) }); err != nil {
+		return err
 	}
-	for _, step := range steps {
-		if err := s.waitFor(ctx, step.comp, setupTimeout, step.what, step.check); err != nil {
+	for _, comp := range rest {
+		if err := s.waitReady(ctx, comp); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.waitFor(ctx, apiserver, setupTimeout, "CRDs Established", cl.crdsEstablished)
 }
 
 // startup tracks the processes started for one cluster, so that every wait
@@ -145,6 +134,7 @@ func (l *lab) startCluster(ctx context.Context, creds credentials, c cluster) er
 type startup struct {
 	lab     *lab
 	cluster cluster
+	clients *clients
 	procs   []*proc
 }
 
@@ -157,11 +147,17 @@ func (s *startup) start(comp *component) error {
 	return nil
 }
 
-func (s *startup) startAndWait(ctx context.Context, comp *component, timeout time.Duration, what string, check func(context.Context) error) error {
+func (s *startup) startAndWait(ctx context.Context, comp *component) error {
 	if err := s.start(comp); err != nil {
 		return err
 	}
-	return s.waitFor(ctx, comp, timeout, what, check)
+	return s.waitReady(ctx, comp)
+}
+
+// waitReady waits until comp serves, as its readiness says.
+func (s *startup) waitReady(ctx context.Context, comp *component) error {
+	r := comp.ready(s.cluster, s.clients)
+	return s.waitFor(ctx, comp, comp.timeout, r.what, r.check)
 }
 
 // waitFor polls check until it succeeds. It fails at once when a process of

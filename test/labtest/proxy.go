@@ -1,24 +1,20 @@
-//go:build lab
-
-package e2e
+package labtest
 
 import (
 	"io"
 	"net"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
-// apiProxy is a TCP proxy on loopback in front of member1's API server,
-// which a test switches off and on to play an unreachable API server
-// without touching the lab. It starts down: connections are refused.
-type apiProxy struct {
+// APIProxy is a TCP proxy on loopback in front of a cluster's API server,
+// which a test switches off and on to play an unreachable API server (a
+// cut network, a firewall that rejects) without touching the shared lab.
+// It starts down: connections are refused.
+type APIProxy struct {
 	addr, target string
 
 	mu    sync.Mutex
@@ -27,16 +23,21 @@ type apiProxy struct {
 	wg    sync.WaitGroup
 }
 
-// newAPIProxy returns a proxy, down, and a kubeconfig whose context member1
-// reaches member1 through it.
-func newAPIProxy(t *testing.T) (*apiProxy, string) {
+// APIProxy returns a proxy in front of cluster's API server, down, and a
+// kubeconfig of the lab with only contexts (every cluster's when none is
+// given), in which cluster's goes through the proxy.
+func (l *Lab) APIProxy(t testing.TB, cluster string, contexts ...string) (*APIProxy, string) {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(labtest.Get(t).Kubeconfig())
+	if len(contexts) == 0 {
+		contexts = Clusters
+	}
+	path := l.KubeconfigOf(t, contexts...)
+	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := cfg.Clusters[cfg.Contexts[labtest.Member1].Cluster]
-	u, err := url.Parse(cluster.Server)
+	server := cfg.Clusters[cfg.Contexts[cluster].Cluster]
+	u, err := url.Parse(server.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,21 +45,23 @@ func newAPIProxy(t *testing.T) (*apiProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &apiProxy{addr: ln.Addr().String(), target: u.Host, conns: map[net.Conn]struct{}{}}
+	p := &APIProxy{addr: ln.Addr().String(), target: u.Host, conns: map[net.Conn]struct{}{}}
 	ln.Close()
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
+	t.Cleanup(func() { p.Down(); p.wg.Wait() })
 
-	cluster.Server = "https://" + p.addr
-	cluster.TLSServerName = "localhost" // a name of the API server's certificate
-	path := filepath.Join(t.TempDir(), "kubeconfig")
+	server.Server = "https://" + p.addr
+	server.TLSServerName = "localhost" // a name of the API server's certificate
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return p, path
 }
 
-// up accepts connections and forwards them to the API server.
-func (p *apiProxy) up(t *testing.T) {
+// Addr is the proxy's host:port.
+func (p *APIProxy) Addr() string { return p.addr }
+
+// Up accepts connections and forwards them to the API server.
+func (p *APIProxy) Up(t testing.TB) {
 	t.Helper()
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
@@ -71,8 +74,8 @@ func (p *apiProxy) up(t *testing.T) {
 	go p.serve(ln)
 }
 
-// down stops listening and cuts every connection.
-func (p *apiProxy) down() {
+// Down stops listening and cuts every connection.
+func (p *APIProxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ln != nil {
@@ -85,7 +88,7 @@ func (p *apiProxy) down() {
 	clear(p.conns)
 }
 
-func (p *apiProxy) serve(ln net.Listener) {
+func (p *APIProxy) serve(ln net.Listener) {
 	defer p.wg.Done()
 	for {
 		client, err := ln.Accept()
@@ -97,7 +100,7 @@ func (p *apiProxy) serve(ln net.Listener) {
 	}
 }
 
-func (p *apiProxy) forward(client net.Conn) {
+func (p *APIProxy) forward(client net.Conn) {
 	defer p.wg.Done()
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
@@ -121,7 +124,7 @@ func (p *apiProxy) forward(client net.Conn) {
 
 // track registers conns to be cut by down; when the proxy is down already,
 // it closes them and returns false.
-func (p *apiProxy) track(conns ...net.Conn) bool {
+func (p *APIProxy) track(conns ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range conns {
@@ -134,7 +137,7 @@ func (p *apiProxy) track(conns ...net.Conn) bool {
 	return p.ln != nil
 }
 
-func (p *apiProxy) untrack(conns ...net.Conn) {
+func (p *APIProxy) untrack(conns ...net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range conns {
