@@ -60,8 +60,11 @@ func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass
 	if len(q.owner) == len(name) {
 		q.origZone = q.owner[len(name)-len(zone):]
 	}
-	if zone == clustersetZone {
+	switch {
+	case zone == clustersetZone:
 		return m.serveClusterset(q)
+	case isReverse(zone):
+		return m.serveReverse(q)
 	}
 	return m.serveNative(q)
 }
