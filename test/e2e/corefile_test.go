@@ -14,8 +14,8 @@ import (
 
 // TestLabCorefile: corefile/lab.Corefile, run as its header says, starts,
 // becomes ready, answers a multi-cluster service with the endpoints of
-// every cluster and its clusterset name, and leaves other names to the
-// kubernetes plugin.
+// every cluster and its clusterset name, and a remote endpoint's address by
+// that name, and leaves other names to the kubernetes plugin.
 func TestLabCorefile(t *testing.T) {
 	file := filepath.Join(labtest.Get(t).Root(), "corefile", "lab.Corefile")
 	p := startCoreDNS(t, config{file: file, blocks: []block{{mcs: true, ttl: 5}}})
@@ -33,6 +33,7 @@ func TestLabCorefile(t *testing.T) {
 	api := f.native("api")
 	s.expectWithin(t, 10*time.Second, api, dns.TypeA, answer(s.addrs(api, "10.10.9.1", "10.12.9.1")))
 	s.expect(t, f.clusterset("api"), dns.TypeA, answer(s.addrs(f.clusterset("api"), setVIP)))
+	s.expect(t, reverseName(t, "10.12.9.1"), dns.TypePTR, ptrReply(t, "10.12.9.1", s.ttl, f.clusterset("api")))
 	plain := f.native("plain")
 	s.expect(t, plain, dns.TypeA, answer(s.addrs(plain, f.clusterIP("plain"))))
 }
