@@ -34,8 +34,10 @@ type config struct {
 	// kubernetes plugin always uses the lab's.
 	kubeconfig string
 	// context is the lab cluster both plugins answer for, and cluster the
-	// name mcs knows it by: member1 and self unless set.
+	// name mcs knows it by: member1 and self unless set. fromProperty
+	// leaves the cluster option out: the ClusterProperty names the cluster.
 	context, cluster string
+	fromProperty     bool
 	// file is a Corefile of corefile/ run as it is, its ports, cluster and
 	// kubeconfig given by its $MCS_* variables; blocks then describes its
 	// one server block, and kubeconfig is unused.
@@ -172,7 +174,10 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 		fmt.Fprintf(&b, "%s {\n    bind 127.0.0.1\n    errors\n", keys)
 		fmt.Fprintf(&b, "    ready 127.0.0.1:%d\n    prometheus 127.0.0.1:%d\n", ports[0], ports[1])
 		if blk.mcs {
-			fmt.Fprintf(&b, "    mcs %s {\n        kubeconfig %s %s\n        cluster %s\n", mcsZones, mcsKubeconfig, context, cluster)
+			fmt.Fprintf(&b, "    mcs %s {\n        kubeconfig %s %s\n", mcsZones, mcsKubeconfig, context)
+			if !cfg.fromProperty {
+				fmt.Fprintf(&b, "        cluster %s\n", cluster)
+			}
 			for _, o := range blk.options {
 				fmt.Fprintf(&b, "        %s\n", o)
 			}
