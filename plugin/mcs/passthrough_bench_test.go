@@ -48,6 +48,52 @@ func BenchmarkPassThrough(b *testing.B) {
 	}
 }
 
+// nextPluginRoom is how much stack the kubernetes plugin's path takes from
+// the start of its ServeDNS (the wrapper that copies its receiver included)
+// to the deepest point of answering a service name, rounded up.
+const nextPluginRoom = 7 << 10
+
+// TestStackReservedForNext: the next plugin finds a stack with room for
+// the kubernetes plugin's path, so an ordinary name's goroutine grows no
+// more under it. The control shows that the probe sees a growth.
+func TestStackReservedForNext(t *testing.T) {
+	f := newFixture(t, baseConfig())
+	r := new(dns.Msg)
+	r.SetQuestion("plain.demo.svc.cluster.local.", dns.TypeA)
+	probe := &roomProbe{}
+	serveFresh(probe, r, &test.ResponseWriter{})
+	if !probe.grew {
+		t.Fatalf("control: a fresh goroutine holds %d bytes more without growing: the runtime starts goroutines large here, the test cannot tell", nextPluginRoom)
+	}
+	f.m.Next = probe
+	serveFresh(f.m, r, &test.ResponseWriter{})
+	if probe.grew {
+		t.Fatalf("the stack grew under the next plugin: mcs did not reserve %d bytes for it", nextPluginRoom)
+	}
+}
+
+// roomProbe is a next plugin that takes nextPluginRoom bytes of stack and
+// notes whether that moved its frame: a growth copies the stack.
+type roomProbe struct{ grew bool }
+
+func (p *roomProbe) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	before := stackPointer()
+	takeRoom()
+	p.grew = stackPointer() != before
+	return dns.RcodeSuccess, w.WriteMsg(new(dns.Msg).SetReply(r))
+}
+
+func (p *roomProbe) Name() string { return "probe" }
+
+//go:noinline
+func takeRoom() {
+	var room [nextPluginRoom]byte
+	keepRoom(&room)
+}
+
+//go:noinline
+func keepRoom(*[nextPluginRoom]byte) {}
+
 // serveFresh answers r with h on a new goroutine, as miekg/dns serves
 // every UDP query.
 func serveFresh(h plugin.Handler, r *dns.Msg, w dns.ResponseWriter) {
