@@ -29,10 +29,11 @@ type index struct {
 	views      map[svcKey]*view
 	namespaces map[string]struct{}
 	// addrs files the imported slices of other clusters by the address of
-	// each ready endpoint, for PTR queries (see reverse.go): only those, as
-	// the addresses of this cluster's own endpoints, most of a cluster's,
-	// are the kubernetes plugin's to answer.
-	addrs map[string][]*endpointSlice
+	// each ready endpoint, for PTR queries (see reverse.go), when mcs has a
+	// reverse zone: only those, as the addresses of this cluster's own
+	// endpoints, most of a cluster's, are the kubernetes plugin's to answer.
+	addrs     map[string][]*endpointSlice
+	byAddress bool
 
 	// leases maps a source cluster to its Lease's expiry. It changes every few
 	// seconds per cluster and is read on every query, so it is a copied map
@@ -44,12 +45,13 @@ type index struct {
 	serial   atomic.Uint32
 }
 
-func newIndex(s api.Strategy) *index {
+func newIndex(s api.Strategy, byAddress bool) *index {
 	x := &index{
 		entries:    map[svcKey]*entry{},
 		views:      map[svcKey]*view{},
 		namespaces: map[string]struct{}{},
 		addrs:      map[string][]*endpointSlice{},
+		byAddress:  byAddress,
 		strategy:   s,
 	}
 	x.leases.Store(&map[string]time.Time{})
@@ -129,7 +131,7 @@ func (x *index) setSlice(old, cur *endpointSlice) {
 
 // fileAddrs moves a slice's addresses in addrs from old to cur.
 func (x *index) fileAddrs(old, cur *endpointSlice) {
-	oldRemote, curRemote := x.remote(old), x.remote(cur)
+	oldRemote, curRemote := x.filedByAddress(old), x.filedByAddress(cur)
 	if !oldRemote && !curRemote {
 		return
 	}
@@ -155,9 +157,10 @@ func (x *index) fileAddrs(old, cur *endpointSlice) {
 	}
 }
 
-// remote reports whether s is a slice imported from another cluster.
-func (x *index) remote(s *endpointSlice) bool {
-	return s != nil && s.imported && s.service != "" && s.cluster != x.self
+// filedByAddress reports whether s goes into addrs: a slice imported from
+// another cluster, when PTR queries are answered.
+func (x *index) filedByAddress(s *endpointSlice) bool {
+	return x.byAddress && s != nil && s.imported && s.service != "" && s.cluster != x.self
 }
 
 func (x *index) setNamespace(old, cur *namespace) {

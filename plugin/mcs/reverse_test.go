@@ -134,3 +134,16 @@ func TestReverseBeforeSync(t *testing.T) {
 		t.Errorf("want the next plugin's NXDOMAIN, got\n%s", resp)
 	}
 }
+
+// Without a reverse zone no address is indexed: the memory is spent only
+// where PTR queries are answered.
+func TestNoReverseZoneNoAddressIndex(t *testing.T) {
+	f := newFixture(t, baseConfig(),
+		importObj("demo", "web", nil, nil, headlessImport),
+		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.2.0.5", hostname: "web-0"}))
+	f.m.idx.mu.RLock()
+	defer f.m.idx.mu.RUnlock()
+	if len(f.m.idx.addrs) != 0 || f.m.idx.views[svcKey{"demo", "web"}] == nil {
+		t.Fatalf("want the import indexed and no address: %d addresses", len(f.m.idx.addrs))
+	}
+}

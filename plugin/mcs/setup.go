@@ -72,7 +72,7 @@ func setup(c *caddy.Controller) error {
 
 // newMCS wires a parsed stanza to its index and watcher.
 func newMCS(cfg *config, cl clients) *MCS {
-	idx := newIndex(cfg.strategy)
+	idx := newIndex(cfg.strategy, slices.ContainsFunc(cfg.zones, isReverse))
 	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx)}
 }
 
