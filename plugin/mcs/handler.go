@@ -18,18 +18,24 @@ type query struct {
 	zone     string // the matched zone, lower-case
 	origZone string // the zone as the client spelled it, for the SOA
 	name     qname
+	out      *dns.Msg // the answer mcs wrote, for ServeDNS to send
 }
 
 // ServeDNS implements plugin.Handler. serve answers what mcs answers; the
-// next plugin is called here, once serve has returned. Almost every query is
-// an ordinary name that goes on, and each runs on a goroutine of its own
-// whose stack starts small and grows by copying, so the stack under the next
-// plugin is kept small and grown before it is called (see reserveStack).
-// Neither serve's frame (the request, the parsed name) stays under it, nor
-// that of plugin.NextOrFailure (a tracing span, and a writer that tells a
-// metrics recorder which plugin answered) unless it has one of these to do.
+// answer is sent, or the next plugin called, here, once serve has returned.
+// Each query runs on a goroutine of its own whose stack starts small and
+// grows by copying, and both packing an answer and the next plugin's path
+// come close to a doubling of it: so serve's frames (the request, the
+// parsed name, the records) do not stay under them. Almost every query is
+// an ordinary name that goes on; the stack is grown before the next plugin
+// is called (see reserveStack), and plugin.NextOrFailure's frame (a tracing
+// span, and a writer that tells a metrics recorder which plugin answered)
+// is left out unless it has one of these to do.
 func (m *MCS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	pass, rcode, err := m.serve(ctx, w, r)
+	pass, out, rcode, err := m.serve(ctx, w, r)
+	if out != nil {
+		return rcode, w.WriteMsg(out)
+	}
 	if pass == nil {
 		return rcode, err
 	}
@@ -66,20 +72,20 @@ func reserveStack() {
 //go:noinline
 func keepOnStack(*[stackReserve]byte) {}
 
-// serve answers r, or returns the writer through which the next plugin
-// must answer it.
-func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass dns.ResponseWriter, rcode int, err error) {
+// serve answers r: it returns the answer to send, or the writer through
+// which the next plugin must answer, or else the rcode for the server.
+func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass dns.ResponseWriter, out *dns.Msg, rcode int, err error) {
 	if len(r.Question) == 0 {
-		return w, 0, nil
+		return w, nil, 0, nil
 	}
 	state := request.Request{W: w, Req: r}
 	if state.QClass() != dns.ClassINET {
-		return w, 0, nil
+		return w, nil, 0, nil
 	}
 	name := state.Name()
 	zone := m.matchZone(name)
 	if zone == "" {
-		return w, 0, nil
+		return w, nil, 0, nil
 	}
 	q := &query{ctx: ctx, state: state, owner: state.QName(), zone: zone, origZone: zone, name: parseName(name, zone)}
 	if len(q.owner) == len(name) {
@@ -87,11 +93,13 @@ func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass
 	}
 	switch {
 	case zone == clustersetZone:
-		return m.serveClusterset(q)
+		pass, rcode, err = m.serveClusterset(q)
 	case isReverse(zone):
-		return m.serveReverse(q)
+		pass, rcode, err = m.serveReverse(q)
+	default:
+		pass, rcode, err = m.serveNative(q)
 	}
-	return m.serveNative(q)
+	return pass, q.out, rcode, err
 }
 
 // answered is the result of a query mcs wrote the answer to.
@@ -121,7 +129,7 @@ type response struct {
 
 var nodata = response{rcode: dns.RcodeSuccess}
 
-// write sends resp with the aa flag; an empty answer (NODATA, NXDOMAIN)
+// write answers resp with the aa flag; an empty answer (NODATA, NXDOMAIN)
 // carries the zone's SOA in the authority section so it can be cached
 // negatively for the configured TTL.
 func (m *MCS) write(q *query, resp response) (dns.ResponseWriter, int, error) {
@@ -132,14 +140,16 @@ func (m *MCS) write(q *query, resp response) (dns.ResponseWriter, int, error) {
 	if len(resp.answer) == 0 {
 		msg.Ns = []dns.RR{soa(q.origZone, m.cfg.ttl, m.idx.serial.Load())}
 	}
-	return answered(dns.RcodeSuccess, q.state.W.WriteMsg(msg))
+	q.out = msg
+	return answered(dns.RcodeSuccess, nil)
 }
 
 // servfail answers a name that cannot be known before the informers have
 // synced: SERVFAIL is retried, where an NXDOMAIN would be cached.
 func (m *MCS) servfail(q *query) (dns.ResponseWriter, int, error) {
 	count(q.ctx, q.zone, "", outcomeServfail)
-	return answered(dns.RcodeSuccess, q.state.W.WriteMsg(servfailTo(q.state.Req)))
+	q.out = servfailTo(q.state.Req)
+	return answered(dns.RcodeSuccess, nil)
 }
 
 func servfailTo(r *dns.Msg) *dns.Msg {

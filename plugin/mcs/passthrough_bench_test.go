@@ -94,6 +94,36 @@ func takeRoom() {
 //go:noinline
 func keepRoom(*[nextPluginRoom]byte) {}
 
+// TestAnswerSentFromServeDNS: mcs's own answers are sent from ServeDNS's
+// frame, after the answer path has returned, so packing them (about 1.3 KB
+// of stack more) does not start 1.5 KB deeper, past the doubling of a
+// query's stack that it would then pay for on every answer.
+func TestAnswerSentFromServeDNS(t *testing.T) {
+	f := newFixture(t, baseConfig(), scenario{strategy: "RemoteAndLocal", setVIP: true, remote: readyRemote}.objects()...)
+	r := new(dns.Msg)
+	r.SetQuestion(serveName, dns.TypeA)
+	depth := make(chan uintptr, 1)
+	go onLargeStack(func() {
+		w := &depthWriter{top: stackPointer(), depth: depth}
+		_, _ = f.m.ServeDNS(context.Background(), w, r)
+	})
+	if d := <-depth; d > 512 {
+		t.Fatalf("the answer is sent %d bytes below ServeDNS's caller, want at most 512", d)
+	}
+}
+
+// depthWriter notes how deep below top its WriteMsg is called.
+type depthWriter struct {
+	test.ResponseWriter
+	top   uintptr
+	depth chan<- uintptr
+}
+
+func (w *depthWriter) WriteMsg(*dns.Msg) error {
+	w.depth <- w.top - stackPointer()
+	return nil
+}
+
 // serveFresh answers r with h on a new goroutine, as miekg/dns serves
 // every UDP query.
 func serveFresh(h plugin.Handler, r *dns.Msg, w dns.ResponseWriter) {
