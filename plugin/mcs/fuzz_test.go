@@ -14,7 +14,7 @@ import (
 func fuzzTargets(tb testing.TB) []*MCS {
 	var out []*MCS
 	for _, mode := range []answerMode{answerVIP, answerEndpoints} {
-		cfg := baseConfig()
+		cfg := reverseConfig()
 		cfg.answer = mode
 		objs := append(scenario{strategy: "LocalFirst", localSvc: true, setVIP: true, local: readyLocal, remote: readyRemote}.objects(),
 			importObj("demo", "web", nil, nil, headlessImport, withStrategy("RemoteAndLocal")),
@@ -39,6 +39,8 @@ func FuzzServeDNS(f *testing.F) {
 		{"clusterset.local.", dns.TypeNS},
 		{"dns-version.clusterset.local.", dns.TypeTXT},
 		{"member2.web.demo.svc.clusterset.local.", dns.TypeANY},
+		{"5.0.2.10.in-addr.arpa.", dns.TypePTR},
+		{"5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR},
 	} {
 		m := new(dns.Msg)
 		m.SetQuestion(q.name, q.qtype)

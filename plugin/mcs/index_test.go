@@ -10,7 +10,7 @@ import (
 )
 
 func TestIndexFollowsDeletesAndMoves(t *testing.T) {
-	x := newIndex("")
+	x := newIndex("", false)
 	x.self = self
 	svc := toService(serviceObj("demo", "serve", []string{vipLocal}))
 	imp := &serviceImport{objMeta: objMeta{namespace: "demo", name: "serve"}, strategy: api.LocalFirst}

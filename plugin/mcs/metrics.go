@@ -63,7 +63,7 @@ const (
 )
 
 // strategyNone labels answers that no strategy applies to (clusterset names,
-// SERVFAIL before sync).
+// PTR, SERVFAIL before sync).
 const strategyNone = "none"
 
 // count counts one answer; the server label is the server block's address,

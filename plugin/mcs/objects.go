@@ -76,6 +76,11 @@ type endpointSlice struct {
 	endpoints []endpoint // ready ones only
 }
 
+// sameObject reports whether o is a version of the same EndpointSlice.
+func (s *endpointSlice) sameObject(o *endpointSlice) bool {
+	return s.namespace == o.namespace && s.name == o.name
+}
+
 // hasHost reports whether an endpoint of s has hostname host.
 func (s *endpointSlice) hasHost(host string) bool {
 	for _, e := range s.endpoints {

@@ -48,6 +48,82 @@ func BenchmarkPassThrough(b *testing.B) {
 	}
 }
 
+// nextPluginRoom is how much stack the kubernetes plugin's path takes from
+// the start of its ServeDNS (the wrapper that copies its receiver included)
+// to the deepest point of answering a service name, rounded up.
+const nextPluginRoom = 7 << 10
+
+// TestStackReservedForNext: the next plugin finds a stack with room for
+// the kubernetes plugin's path, so an ordinary name's goroutine grows no
+// more under it. The control shows that the probe sees a growth.
+func TestStackReservedForNext(t *testing.T) {
+	f := newFixture(t, baseConfig())
+	r := new(dns.Msg)
+	r.SetQuestion("plain.demo.svc.cluster.local.", dns.TypeA)
+	probe := &roomProbe{}
+	serveFresh(probe, r, &test.ResponseWriter{})
+	if !probe.grew {
+		t.Fatalf("control: a fresh goroutine holds %d bytes more without growing: the runtime starts goroutines large here, the test cannot tell", nextPluginRoom)
+	}
+	f.m.Next = probe
+	serveFresh(f.m, r, &test.ResponseWriter{})
+	if probe.grew {
+		t.Fatalf("the stack grew under the next plugin: mcs did not reserve %d bytes for it", nextPluginRoom)
+	}
+}
+
+// roomProbe is a next plugin that takes nextPluginRoom bytes of stack and
+// notes whether that moved its frame: a growth copies the stack.
+type roomProbe struct{ grew bool }
+
+func (p *roomProbe) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	before := stackPointer()
+	takeRoom()
+	p.grew = stackPointer() != before
+	return dns.RcodeSuccess, w.WriteMsg(new(dns.Msg).SetReply(r))
+}
+
+func (p *roomProbe) Name() string { return "probe" }
+
+//go:noinline
+func takeRoom() {
+	var room [nextPluginRoom]byte
+	keepRoom(&room)
+}
+
+//go:noinline
+func keepRoom(*[nextPluginRoom]byte) {}
+
+// TestAnswerSentFromServeDNS: mcs's own answers are sent from ServeDNS's
+// frame, after the answer path has returned, so packing them (about 1.3 KB
+// of stack more) does not start 1.5 KB deeper, past the doubling of a
+// query's stack that it would then pay for on every answer.
+func TestAnswerSentFromServeDNS(t *testing.T) {
+	f := newFixture(t, baseConfig(), scenario{strategy: "RemoteAndLocal", setVIP: true, remote: readyRemote}.objects()...)
+	r := new(dns.Msg)
+	r.SetQuestion(serveName, dns.TypeA)
+	depth := make(chan uintptr, 1)
+	go onLargeStack(func() {
+		w := &depthWriter{top: stackPointer(), depth: depth}
+		_, _ = f.m.ServeDNS(context.Background(), w, r)
+	})
+	if d := <-depth; d > 512 {
+		t.Fatalf("the answer is sent %d bytes below ServeDNS's caller, want at most 512", d)
+	}
+}
+
+// depthWriter notes how deep below top its WriteMsg is called.
+type depthWriter struct {
+	test.ResponseWriter
+	top   uintptr
+	depth chan<- uintptr
+}
+
+func (w *depthWriter) WriteMsg(*dns.Msg) error {
+	w.depth <- w.top - stackPointer()
+	return nil
+}
+
 // serveFresh answers r with h on a new goroutine, as miekg/dns serves
 // every UDP query.
 func serveFresh(h plugin.Handler, r *dns.Msg, w dns.ResponseWriter) {

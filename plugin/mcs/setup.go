@@ -3,6 +3,7 @@ package mcs
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/coredns/caddy"
@@ -71,7 +72,7 @@ func setup(c *caddy.Controller) error {
 
 // newMCS wires a parsed stanza to its index and watcher.
 func newMCS(cfg *config, cl clients) *MCS {
-	idx := newIndex(cfg.strategy)
+	idx := newIndex(cfg.strategy, slices.ContainsFunc(cfg.zones, isReverse))
 	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx)}
 }
 
@@ -135,7 +136,16 @@ func parseZones(c *caddy.Controller) ([]string, error) {
 			}
 		}
 	}
+	if i := slices.IndexFunc(zones, isReverse); i >= 0 && !slices.Contains(zones, clustersetZone) {
+		return nil, c.Errf("reverse zone %s needs zone %s as well: mcs answers PTR queries with clusterset names", zones[i], clustersetZone)
+	}
 	return zones, nil
+}
+
+// isReverse reports whether zone is in-addr.arpa., ip6.arpa. or inside
+// one; dnsutil.IsReverse misses the two themselves.
+func isReverse(zone string) bool {
+	return zone == "in-addr.arpa." || zone == "ip6.arpa." || dnsutil.IsReverse(zone) > 0
 }
 
 func checkZone(c *caddy.Controller, z string, block []string) error {
@@ -144,8 +154,6 @@ func checkZone(c *caddy.Controller, z string, block []string) error {
 		return c.Errf("zone %q would claim every name; name the cluster domain and clusterset.local", z)
 	case !validName(z):
 		return c.Errf("zone %q is not a valid domain name", z)
-	case dnsutil.IsReverse(z) > 0:
-		return c.Errf("zone %s is a reverse zone; mcs answers forward names only", z)
 	case len(block) > 0 && plugin.Zones(block).Matches(z) == "":
 		return c.Errf("zone %s is outside this server block's zones %v", z, block)
 	}

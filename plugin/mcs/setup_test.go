@@ -97,6 +97,8 @@ func TestParseValid(t *testing.T) {
 		{"everything", "mcs cluster.local clusterset.local {\n kubeconfig " + kc + " member1\n cluster member1\n strategy LocalFirst\n answer endpoints\n ttl 30\n fallthrough\n}", nil,
 			map[string]string{"zones": "cluster.local. clusterset.local.", "api server": "https://127.0.0.1:6443", "cluster": "member1",
 				"strategy": "LocalFirst", "answer": "endpoints", "ttl": "30", "fallthrough": "."}},
+		{"reverse zones", "mcs cluster.local clusterset.local in-addr.arpa ip6.arpa", []string{".:53"},
+			map[string]string{"zones": "cluster.local. clusterset.local. in-addr.arpa. ip6.arpa."}},
 		{"where", "\n\nmcs cluster.local", nil, map[string]string{"where": "Testfile:3"}},
 	}
 	for _, tc := range tests {
@@ -134,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"same zone twice", "mcs cluster.local cluster.local", nil, []string{"zones cluster.local. and cluster.local. clash", "Testfile:1"}},
 		{"nested zones", "mcs cluster.local svc.cluster.local", nil, []string{"zones cluster.local. and svc.cluster.local. clash", "Testfile:1"}},
 		{"parent after child", "mcs svc.cluster.local cluster.local", nil, []string{"zones svc.cluster.local. and cluster.local. clash", "Testfile:1"}},
-		{"reverse zone", "mcs cluster.local 10.in-addr.arpa", nil, []string{"zone 10.in-addr.arpa. is a reverse zone", "Testfile:1"}},
+		{"reverse zone without clusterset", "mcs cluster.local 10.in-addr.arpa", nil, []string{"reverse zone 10.in-addr.arpa. needs zone clusterset.local. as well", "Testfile:1"}},
 		{"outside the block", "mcs clusterset.local", []string{"cluster.local:53"}, []string{"zone clusterset.local. is outside this server block", "Testfile:1"}},
 		{"cluster without name", "mcs cluster.local {\n cluster\n}", nil, []string{"option cluster takes exactly one argument", "Testfile:2"}},
 		{"cluster two names", "mcs cluster.local {\n cluster a b\n}", nil, []string{"option cluster takes exactly one argument", "Testfile:2"}},

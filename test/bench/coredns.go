@@ -26,11 +26,11 @@ const (
 	corefileMCSAndKubernetes = `.:{{.Port}} {
     bind 127.0.0.1
     ready 127.0.0.1:{{.ReadyPort}}
-    mcs cluster.local clusterset.local {
+    mcs cluster.local clusterset.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
         cluster {{.Context}}
     }
-    kubernetes cluster.local {
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
     }
 }
@@ -40,7 +40,7 @@ const (
 	corefileKubernetes = `.:{{.Port}} {
     bind 127.0.0.1
     ready 127.0.0.1:{{.ReadyPort}}
-    kubernetes cluster.local clusterset.local {
+    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
         multicluster clusterset.local
     }
@@ -51,7 +51,7 @@ const (
 	corefileKubernetesAlone = `.:{{.Port}} {
     bind 127.0.0.1
     ready 127.0.0.1:{{.ReadyPort}}
-    kubernetes cluster.local {
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
     }
 }
@@ -68,7 +68,7 @@ const (
 	corefileMCS = `.:{{.Port}} {
     bind 127.0.0.1
     ready 127.0.0.1:{{.ReadyPort}}
-    mcs cluster.local clusterset.local {
+    mcs cluster.local clusterset.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
         cluster {{.Context}}
     }

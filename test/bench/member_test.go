@@ -26,7 +26,7 @@ func TestMemberCorefiles(t *testing.T) {
 					t.Errorf("%q left in\n%s", gone, c.text)
 				}
 			}
-			hasMCS := strings.Contains(c.text, "    mcs cluster.local clusterset.local {\n        kubeconfig {{.Kubeconfig}} {{.Context}}\n        cluster {{.Context}}\n")
+			hasMCS := strings.Contains(c.text, "    mcs cluster.local clusterset.local in-addr.arpa ip6.arpa {\n        kubeconfig {{.Kubeconfig}} {{.Context}}\n        cluster {{.Context}}\n")
 			if hasMCS != c.mcs {
 				t.Errorf("mcs stanza present %t, want %t, in\n%s", hasMCS, c.mcs, c.text)
 			}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -141,7 +139,7 @@ func TestServiceImportCRDLater(t *testing.T) {
 	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
 	expectOrdinary(t, s, kube, qs, false)
 
-	installServiceImportCRD(t, lab)
+	installServiceImportCRD(t, lab, "v1beta1", "v1alpha1")
 	f.apply(
 		f.serviceImport("imp", importSpec{strategy: remoteAndLocal, ips: []string{"10.99.0.9"}}),
 		f.importedSlice("imp", member2, ep("10.12.7.1")),
@@ -153,36 +151,4 @@ func TestServiceImportCRDLater(t *testing.T) {
 	p.expectLog(t, "ServiceImport v1beta1 is served now")
 	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
 	expectOrdinary(t, s, kube, qs, false)
-}
-
-// installServiceImportCRD copies member1's ServiceImport CRD to the hub,
-// waits until it is established, and deletes it when the test ends.
-func installServiceImportCRD(t *testing.T, lab *labtest.Lab) {
-	t.Helper()
-	crd, err := lab.Dynamic(t, labtest.Member1).Resource(labtest.CRDs).Get(t.Context(), serviceImportCRD, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unstructured.RemoveNestedField(crd.Object, "status")
-	for _, field := range []string{"uid", "creationTimestamp", "generation"} {
-		unstructured.RemoveNestedField(crd.Object, "metadata", field)
-	}
-	hub := lab.Dynamic(t, labtest.Hub).Resource(labtest.CRDs)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := hub.Delete(ctx, serviceImportCRD, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the hub's %s: %v", serviceImportCRD, err)
-			return
-		}
-		for ctx.Err() == nil { // gone before the next test looks
-			if _, err := hub.Get(ctx, serviceImportCRD, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Errorf("the hub's %s is still there", serviceImportCRD)
-	})
-	lab.Apply(t, labtest.Hub, crd)
-	lab.WaitEstablished(t, labtest.Hub, serviceImportCRD)
 }

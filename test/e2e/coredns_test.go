@@ -24,6 +24,7 @@ type block struct {
 	mcs     bool
 	options []string // more lines of the mcs stanza
 	ttl     uint32   // mcs's TTL; written as the ttl option unless it is the default 5
+	reverse bool     // the block, mcs and kubernetes answer in-addr.arpa and ip6.arpa too
 }
 
 // config is what one coredns-mcs process runs.
@@ -33,8 +34,10 @@ type config struct {
 	// kubernetes plugin always uses the lab's.
 	kubeconfig string
 	// context is the lab cluster both plugins answer for, and cluster the
-	// name mcs knows it by: member1 and self unless set.
+	// name mcs knows it by: member1 and self unless set. fromProperty
+	// leaves the cluster option out: the ClusterProperty names the cluster.
 	context, cluster string
+	fromProperty     bool
 	// file is a Corefile of corefile/ run as it is, its ports, cluster and
 	// kubeconfig given by its $MCS_* variables; blocks then describes its
 	// one server block, and kubeconfig is unused.
@@ -162,14 +165,21 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 	var b strings.Builder
 	for i, blk := range cfg.blocks {
 		port := ports[i+2]
-		keys := fmt.Sprintf("cluster.local:%d", port)
+		keys, mcsZones, kubeZones := fmt.Sprintf("cluster.local:%d", port), "cluster.local clusterset.local", "cluster.local"
 		if blk.mcs {
 			keys += fmt.Sprintf(" clusterset.local:%d", port)
+		}
+		if blk.reverse {
+			keys += fmt.Sprintf(" in-addr.arpa:%d ip6.arpa:%d", port, port)
+			mcsZones, kubeZones = mcsZones+" in-addr.arpa ip6.arpa", kubeZones+" in-addr.arpa ip6.arpa"
 		}
 		fmt.Fprintf(&b, "%s {\n    bind 127.0.0.1\n    errors\n", keys)
 		fmt.Fprintf(&b, "    ready 127.0.0.1:%d\n    prometheus 127.0.0.1:%d\n", ports[0], ports[1])
 		if blk.mcs {
-			fmt.Fprintf(&b, "    mcs cluster.local clusterset.local {\n        kubeconfig %s %s\n        cluster %s\n", mcsKubeconfig, context, cluster)
+			fmt.Fprintf(&b, "    mcs %s {\n        kubeconfig %s %s\n", mcsZones, mcsKubeconfig, context)
+			if !cfg.fromProperty {
+				fmt.Fprintf(&b, "        cluster %s\n", cluster)
+			}
 			for _, o := range blk.options {
 				fmt.Fprintf(&b, "        %s\n", o)
 			}
@@ -178,7 +188,7 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 			}
 			b.WriteString("    }\n")
 		}
-		fmt.Fprintf(&b, "    kubernetes cluster.local {\n        kubeconfig %s %s\n    }\n}\n", labKubeconfig, context)
+		fmt.Fprintf(&b, "    kubernetes %s {\n        kubeconfig %s %s\n    }\n}\n", kubeZones, labKubeconfig, context)
 	}
 	return b.String()
 }
