@@ -150,7 +150,7 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 
 // nxdomain denies a clusterset name, or passes it on under fallthrough.
 func (m *MCS) nxdomain(q *query) (dns.ResponseWriter, int, error) {
-	if m.cfg.fall.Through(q.state.Name()) {
+	if m.cfg.fall.Through(q.lower) {
 		return q.state.W, 0, nil
 	}
 	count(q.ctx, q.zone, "", outcomeNXDomain)

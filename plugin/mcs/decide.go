@@ -19,13 +19,15 @@ type choice struct {
 // decide is the decision table for a cluster.local name (README.md,
 // "Native names: the decision"). ok is false
 // when mcs has nothing to answer with: the query then goes to the next plugin,
-// which answers as it would for an endpoint-less service.
-func decide(v *view, mode answerMode, s candidates) (c choice, ok bool) {
+// which answers as it would for an endpoint-less service. split gives the
+// candidates; it is called only when the choice depends on them, since it
+// looks up every remote slice's cluster among the Leases.
+func decide(v *view, mode answerMode, split func() candidates) (c choice, ok bool) {
 	useVIP := mode == answerVIP && !v.headless()
 	if v.strategy == api.LocalFirst {
-		return localFirst(v, useVIP, s)
+		return localFirst(v, useVIP, split())
 	}
-	return remoteAndLocal(v, useVIP, s)
+	return remoteAndLocal(v, useVIP, split)
 }
 
 func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
@@ -52,10 +54,11 @@ func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
 	return choice{}, false
 }
 
-func remoteAndLocal(v *view, useVIP bool, s candidates) (choice, bool) {
+func remoteAndLocal(v *view, useVIP bool, split func() candidates) (choice, bool) {
 	if useVIP && v.hasSetVIP() {
 		return choice{outcome: outcomeCombined, vips: v.imp.ips, ports: v.imp.ports}, true
 	}
+	s := split()
 	if all := firstNonEmpty(s.union, s.stale); len(all) > 0 {
 		return choice{outcome: outcomeCombined, slices: all}, true
 	}

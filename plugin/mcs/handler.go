@@ -15,6 +15,7 @@ type query struct {
 	ctx      context.Context // the request's: it names the server for metrics
 	state    request.Request
 	owner    string // the name as the client spelled it: answers keep its case
+	lower    string // owner in lower case
 	zone     string // the matched zone, lower-case
 	origZone string // the zone as the client spelled it, for the SOA
 	name     qname
@@ -82,12 +83,15 @@ func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass
 	if state.QClass() != dns.ClassINET {
 		return w, nil, 0, nil
 	}
-	name := state.Name()
+	// request.Request's Name and QName each print the name afresh (a scan
+	// for escapes); lowering the printed one gives the same as Name.
+	owner := state.QName()
+	name := strings.ToLower(owner)
 	zone := m.matchZone(name)
 	if zone == "" {
 		return w, nil, 0, nil
 	}
-	q := &query{ctx: ctx, state: state, owner: state.QName(), zone: zone, origZone: zone, name: parseName(name, zone)}
+	q := &query{ctx: ctx, state: state, owner: owner, lower: name, zone: zone, origZone: zone, name: parseName(name, zone)}
 	if len(q.owner) == len(name) {
 		q.origZone = q.owner[len(name)-len(zone):]
 	}

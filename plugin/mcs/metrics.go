@@ -2,6 +2,9 @@ package mcs
 
 import (
 	"context"
+	"maps"
+	"sync"
+	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
@@ -73,7 +76,45 @@ func count(ctx context.Context, zone string, s api.Strategy, o outcome) {
 	if label == "" {
 		label = strategyNone
 	}
-	requestsTotal.WithLabelValues(metrics.WithServer(ctx), zone, label, string(o)).Inc()
+	requestCounter(requestLabels{metrics.WithServer(ctx), zone, label, o}).Inc()
+}
+
+// requestLabels are the labels of one requests_total series.
+type requestLabels struct {
+	server, zone, strategy string
+	outcome                outcome
+}
+
+// requestCounters holds the requests_total series already used, copied on
+// each new one: there are a few dozen at most (servers × zones × strategies
+// × outcomes). WithLabelValues checks and hashes the four values on every
+// call, a tenth of mcs's own CPU time per answer under dnsperf; a lookup
+// here costs a fifth of it (130 vs 25 ns warm), half what a sync.Map costs,
+// whose trie is more pointers to chase.
+var (
+	requestCounters   atomic.Pointer[map[requestLabels]prometheus.Counter]
+	requestCountersMu sync.Mutex // serialises the copies
+)
+
+func requestCounter(l requestLabels) prometheus.Counter {
+	if m := requestCounters.Load(); m != nil {
+		if c, ok := (*m)[l]; ok {
+			return c
+		}
+	}
+	requestCountersMu.Lock()
+	defer requestCountersMu.Unlock()
+	next := map[requestLabels]prometheus.Counter{}
+	if m := requestCounters.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	c, ok := next[l]
+	if !ok {
+		c = requestsTotal.WithLabelValues(l.server, l.zone, l.strategy, string(l.outcome))
+		next[l] = c
+		requestCounters.Store(&next)
+	}
+	return c
 }
 
 // setAPIStatus sets the api_status gauge: 1 for s, 0 for the others.

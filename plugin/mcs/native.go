@@ -32,7 +32,7 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		// the service's type: so does the kubernetes plugin.
 		host, mode = q.name.host, answerEndpoints
 	}
-	c, ok := decide(v, mode, v.split(m.idx, host, time.Now()))
+	c, ok := decide(v, mode, func() candidates { return v.split(m.idx, host, time.Now()) })
 	if !ok {
 		return w, 0, nil
 	}

@@ -20,7 +20,7 @@ func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	if q.state.QType() != dns.TypePTR || !m.watcher.ready.Load() {
 		return w, 0, nil
 	}
-	ip := parseIP(dnsutil.ExtractAddressFromReverse(q.state.Name()))
+	ip := parseIP(dnsutil.ExtractAddressFromReverse(q.lower))
 	if ip == nil {
 		return w, 0, nil
 	}

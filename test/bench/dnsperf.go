@@ -33,6 +33,10 @@ type perfRun struct {
 	// cpu is the CPU time the server spent per answered query: unlike QPS,
 	// it hardly moves with what else runs on the machine.
 	cpu time.Duration
+	// latencies of every query, sorted (a lost one as dnsperfTimeout): kept
+	// for fixed-rate runs only, whose p99 is also taken over all runs of a
+	// side pooled.
+	latencies []time.Duration
 }
 
 var (
@@ -51,19 +55,19 @@ func writeQueryFile(o options, qs querySet) (string, error) {
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// dnsperf runs one load against s: as fast as it answers with -outstanding
-// queries in flight when rate is 0, else at rate queries per second. -v
-// prints every query's latency, from which the percentiles come.
-func dnsperf(ctx context.Context, o options, s *server, queries string, rate int) (perfRun, error) {
+// dnsperf runs one load of length d against s: as fast as it answers with
+// -outstanding queries in flight when rate is 0, else at rate queries per
+// second. -v prints every query's latency, from which the percentiles come.
+func dnsperf(ctx context.Context, o options, s *server, queries string, rate int, d time.Duration) (perfRun, error) {
 	args := []string{
 		"-s", "127.0.0.1", "-p", strconv.Itoa(s.port), "-d", queries,
-		"-l", strconv.FormatFloat(o.duration.Seconds(), 'f', -1, 64),
+		"-l", strconv.FormatFloat(d.Seconds(), 'f', -1, 64),
 		"-c", strconv.Itoa(o.clients), "-q", strconv.Itoa(o.outstanding), "-v",
 	}
 	if rate > 0 {
 		args = append(args, "-Q", strconv.Itoa(rate))
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.duration+2*dnsperfTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d+2*dnsperfTimeout+10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "dnsperf", args...)
 	var stderr strings.Builder
@@ -99,6 +103,9 @@ func dnsperf(ctx context.Context, o options, s *server, queries string, rate int
 	}
 	slices.Sort(latencies)
 	run.p50, run.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+	if rate > 0 {
+		run.latencies = latencies
+	}
 	return run, nil
 }
 
@@ -177,31 +184,36 @@ type contest struct {
 }
 
 // run does -rounds saturating runs per side, the order alternating between
-// rounds, then, when c has a p99 target, as many fixed-rate runs at -load
-// times the slower side's mean QPS.
+// rounds, then, when c has a p99 target, -fixed-runs short runs per side at
+// -load times the slower side's mean QPS, in the same order (ABBA…). The
+// fixed-rate p99 of a side is the median of its runs' p99s (test/bench/README.md,
+// "What it does").
 func (c *contest) run(ctx context.Context, o options) error {
 	queries, err := writeQueryFile(o, c.queries)
 	if err != nil {
 		return err
 	}
-	if err := c.rounds(ctx, o, queries, 0, &c.saturated); err != nil {
+	if err := c.rounds(ctx, o, queries, 0, o.rounds, o.duration, &c.saturated); err != nil {
 		return err
 	}
 	if c.maxP99 == 0 {
 		return nil
 	}
 	c.rate = int(o.load * min(meanQPS(c.saturated[0]), meanQPS(c.saturated[1])))
-	return c.rounds(ctx, o, queries, c.rate, &c.fixed)
+	return c.rounds(ctx, o, queries, c.rate, o.fixedRuns, o.fixedLength, &c.fixed)
 }
 
-func (c *contest) rounds(ctx context.Context, o options, queries string, rate int, into *[2][]perfRun) error {
-	for r := range o.rounds {
+// rounds does n runs of length d per side, measured side first in even
+// rounds and second in odd ones, so that a drift in the machine's load
+// weighs on both sides alike.
+func (c *contest) rounds(ctx context.Context, o options, queries string, rate, n int, d time.Duration, into *[2][]perfRun) error {
+	for r := range n {
 		order := []int{0, 1}
 		if r%2 == 1 {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			run, err := dnsperf(ctx, o, c.sides[i].srv, queries, rate)
+			run, err := dnsperf(ctx, o, c.sides[i].srv, queries, rate, d)
 			if err != nil {
 				return err
 			}
@@ -230,6 +242,34 @@ func meanCPU(runs []perfRun) time.Duration {
 
 func meanP99(runs []perfRun) time.Duration {
 	return time.Duration(mean(runs, func(r perfRun) float64 { return float64(r.p99) }))
+}
+
+// medianP99 is the median of the runs' p99s: the p99 of a typical short
+// run. A neighbour's burst on the machine spoils the few runs it falls in,
+// on either side, and moves the median by at most one run.
+func medianP99(runs []perfRun) time.Duration {
+	p := make([]time.Duration, 0, len(runs))
+	for _, r := range runs {
+		p = append(p, r.p99)
+	}
+	slices.Sort(p)
+	if n := len(p); n%2 == 0 {
+		return (p[n/2-1] + p[n/2]) / 2
+	}
+	return p[len(p)/2]
+}
+
+// pooledP99 is the p99 of every query of the runs together.
+func pooledP99(runs []perfRun) time.Duration {
+	var all []time.Duration
+	for _, r := range runs {
+		all = append(all, r.latencies...)
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return percentile(all, 0.99)
 }
 
 func mean(runs []perfRun, f func(perfRun) float64) float64 {

@@ -74,3 +74,34 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+// A burst that spoils one run of a side moves the median of the runs' p99s
+// by at most one run, where it would carry the mean.
+func TestP99Statistics(t *testing.T) {
+	ms := time.Millisecond
+	runs := func(p99s ...time.Duration) []perfRun {
+		var rs []perfRun
+		for _, p := range p99s {
+			rs = append(rs, perfRun{p99: p})
+		}
+		return rs
+	}
+	if got := medianP99(runs(4*ms, 5*ms, 40*ms)); got != 5*ms {
+		t.Errorf("median of 4, 5, 40 ms = %v, want 5ms", got)
+	}
+	if got := medianP99(runs(4*ms, 40*ms, 5*ms, 6*ms)); got != 5500*time.Microsecond {
+		t.Errorf("median of 4, 40, 5, 6 ms = %v, want 5.5ms", got)
+	}
+	var a, b []time.Duration
+	for i := 1; i <= 100; i++ {
+		a = append(a, time.Duration(i))
+		b = append(b, time.Duration(100+i))
+	}
+	pooled := []perfRun{{latencies: a}, {latencies: b}}
+	if got := pooledP99(pooled); got != 198 {
+		t.Errorf("pooled p99 of 1..200 = %v, want 198", got)
+	}
+	if got := pooledP99(nil); got != 0 {
+		t.Errorf("pooled p99 of no run = %v, want 0", got)
+	}
+}

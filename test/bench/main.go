@@ -41,6 +41,8 @@ type options struct {
 	clients     int           // dnsperf -c
 	outstanding int           // dnsperf -q
 	load        float64       // fixed-rate runs: fraction of the slower side's QPS
+	fixedRuns   int           // fixed-rate runs per side, order alternating
+	fixedLength time.Duration // one fixed-rate run
 	settle      time.Duration // between ready and the RSS samples
 
 	goBench bool
@@ -67,6 +69,8 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.clients, "clients", 1, "dnsperf clients (-c)")
 	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf outstanding queries (-q)")
 	flag.Float64Var(&o.load, "load", 0.5, "fixed-rate runs offer this fraction of the slower side's QPS")
+	flag.IntVar(&o.fixedRuns, "fixed-runs", 12, "fixed-rate dnsperf runs per side and comparison, in alternating order")
+	flag.DurationVar(&o.fixedLength, "fixed-duration", 2*time.Second, "length of one fixed-rate dnsperf run")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "wait between ready and the RSS samples")
 	flag.BoolVar(&o.goBench, "gobench", true, "run the plugin's Go benchmarks too")
 	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
@@ -82,8 +86,8 @@ func (o *options) validate() error {
 	switch {
 	case o.native < 1 || o.plain < 1:
 		return errors.New("-native and -plain must be positive")
-	case o.services < 1 || o.clusters < 1 || o.endpoints < 1 || o.workers < 1 || o.rounds < 1 || o.clients < 1 || o.outstanding < 1 || o.failovers < 1:
-		return errors.New("-services, -clusters, -endpoints, -workers, -rounds, -failovers, -clients and -outstanding must be positive")
+	case o.services < 1 || o.clusters < 1 || o.endpoints < 1 || o.workers < 1 || o.rounds < 1 || o.fixedRuns < 1 || o.clients < 1 || o.outstanding < 1 || o.failovers < 1:
+		return errors.New("-services, -clusters, -endpoints, -workers, -rounds, -fixed-runs, -failovers, -clients and -outstanding must be positive")
 	case o.services*o.endpoints > maxEndpointsPerCluster:
 		return fmt.Errorf("-services × -endpoints must be at most %d (one address block per cluster)", maxEndpointsPerCluster)
 	case o.services > endpointIPBase-clustersetIPBase:
@@ -92,8 +96,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("-clusters must be at most %d", maxClusters)
 	case o.load <= 0 || o.load > 1:
 		return errors.New("-load must be in (0, 1]")
-	case o.duration < time.Second:
-		return errors.New("-duration must be at least 1s")
+	case o.duration < time.Second || o.fixedLength < time.Second:
+		return errors.New("-duration and -fixed-duration must be at least 1s")
 	}
 	o.native = min(o.native, o.services)
 	return benchreport.Abs(&o.kubeconfig, &o.coredns)

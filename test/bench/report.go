@@ -51,7 +51,7 @@ func (r *results) summary(b *strings.Builder) {
 			continue
 		}
 		row(b, c.name+": p99, max load", float64(meanP99(c.saturated[0])), float64(meanP99(c.saturated[1])), latency, atMost(c.maxP99))
-		row(b, fmt.Sprintf("%s: p99 at %d QPS", c.name, c.rate), float64(meanP99(c.fixed[0])), float64(meanP99(c.fixed[1])), latency, atMost(c.maxP99))
+		row(b, fmt.Sprintf("%s: p99 at %d QPS (median of %d runs)", c.name, c.rate, len(c.fixed[0])), float64(medianP99(c.fixed[0])), float64(medianP99(c.fixed[1])), latency, atMost(c.maxP99))
 	}
 	f := r.failover
 	fmt.Fprintf(b, "| LocalFirst failover through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", len(f.over),
@@ -95,7 +95,8 @@ func latency(v float64) string {
 func (r *results) details(b *strings.Builder) {
 	o := r.opts
 	fmt.Fprintf(b, "\n## dnsperf runs\n\n")
-	fmt.Fprintf(b, "UDP, %s per run, -c %d -q %d, %d runs per side and load in alternating order; ratios of the means. ", o.duration, o.clients, o.outstanding, o.rounds)
+	fmt.Fprintf(b, "UDP, -c %d -q %d; at max load %d runs of %s per side, at a fixed rate %d runs of %s per side, in alternating order (ABBA…); ratios of the means, but for the fixed-rate p99: the median of the runs' p99s. ",
+		o.clients, o.outstanding, o.rounds, o.duration, o.fixedRuns, o.fixedLength)
 	fmt.Fprintf(b, "Every name was checked first to answer NOERROR with exactly the expected A record on each side (whoami: NOERROR).\n\n")
 	fmt.Fprintf(b, "| benchmark | side | load | QPS | p50 | p99 | CPU per query | sent | lost | response codes |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.dns {
@@ -108,6 +109,15 @@ func (r *results) details(b *strings.Builder) {
 			}
 		}
 	}
+	fmt.Fprintf(b, "\nFixed-rate p99 by statistic, measured vs reference: the median of the runs' p99s (the table's), the mean of the runs' p99s, and the p99 of all queries of a side's runs pooled.\n\n")
+	fmt.Fprintf(b, "| benchmark | median | mean | pooled |\n|---|---|---|---|\n")
+	for _, c := range r.dns {
+		if len(c.fixed[0]) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "| %s at %d QPS | %s |\n", c.name, c.rate, strings.Join([]string{
+			p99Pair(medianP99, c.fixed), p99Pair(meanP99, c.fixed), p99Pair(pooledP99, c.fixed)}, " | "))
+	}
 	m := r.memory
 	fmt.Fprintf(b, "\n## Memory\n\n")
 	fmt.Fprintf(b, "VmRSS: the largest of %d samples one second apart, taken %s after the process was ready (informers synced), before any query.\n\n", rssSamples, o.settle)
@@ -117,6 +127,12 @@ func (r *results) details(b *strings.Builder) {
 	if len(r.goBench) > 0 {
 		fmt.Fprintf(b, "\n## Go benchmarks (go test -run '^$' -bench . -benchmem ./plugin/mcs/)\n\n```\n%s\n```\n", strings.Join(r.goBench, "\n"))
 	}
+}
+
+// p99Pair shows one p99 statistic of both sides and their ratio.
+func p99Pair(stat func([]perfRun) time.Duration, runs [2][]perfRun) string {
+	m, r := stat(runs[0]), stat(runs[1])
+	return fmt.Sprintf("%s vs %s (%.2f)", latency(float64(m)), latency(float64(r)), float64(m)/float64(r))
 }
 
 func runRow(b *strings.Builder, zone, side, load string, r perfRun) {
