@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 )
 
 // The ClusterProperty that names this cluster (KEP-2149).
@@ -51,22 +50,5 @@ func clusterFromProperty(u *unstructured.Unstructured, where string) (string, er
 // v1beta1 when it can, v1alpha1 otherwise; ok is false when it serves
 // neither (the MCS API CRDs are not installed).
 func (w *watcher) importVersion() (gv schema.GroupVersion, ok bool, err error) {
-	for _, gv := range []schema.GroupVersion{mcsv1b1.SchemeGroupVersion, mcsv1a1.SchemeGroupVersion} {
-		served, err := w.serves(gv, "serviceimports")
-		if err != nil || served {
-			return gv, served, err
-		}
-	}
-	return schema.GroupVersion{}, false, nil
-}
-
-func (w *watcher) serves(gv schema.GroupVersion, resource string) (bool, error) {
-	list, err := w.cl.kube.Discovery().ServerResourcesForGroupVersion(gv.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", gv, err)
-	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }), nil
+	return mcsapi.Served(w.cl.kube.Discovery(), mcsapi.ServiceImports)
 }
