@@ -147,10 +147,10 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 	if have == nil {
 		return w.createService(ctx, want)
 	}
-	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) && isHeadless(have) == isHeadless(want) {
+	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) && desired.IsHeadless(have) == desired.IsHeadless(want) {
 		return nil
 	}
-	if isHeadless(have) != isHeadless(want) { // clusterIP is immutable
+	if desired.IsHeadless(have) != desired.IsHeadless(want) { // clusterIP is immutable
 		return w.deleteService(ctx, have)
 	}
 	upd := have.DeepCopy()
@@ -252,7 +252,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		}
 		return w.service(dname), nil
 	}
-	if isHeadless(have) != want.Headless { // clusterIP is immutable: recreate
+	if desired.IsHeadless(have) != want.Headless { // clusterIP is immutable: recreate
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
 		}
@@ -271,7 +271,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 
 func (w *writer) importOwner(imp *mcsv1b1.ServiceImport) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{
-		APIVersion: w.m.Imports.GroupVersion().String(),
+		APIVersion: w.m.ImportVersion(),
 		Kind:       mcsv1b1.ServiceImportKindName,
 		Name:       imp.Name,
 		UID:        imp.UID,
@@ -288,7 +288,6 @@ func samePorts(a, b []corev1.ServicePort) bool {
 	})
 }
 
-func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
 
 // syncSlices writes the imported slices that differ, and deletes the ones
 // no longer wanted, except those from members whose caches have not

@@ -14,13 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +32,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
+	mcsinformers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions"
+	mcslisters "github.com/coredns-mcs/coredns-mcs/api/client/listers/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
@@ -41,7 +43,7 @@ import (
 // Options configure a Controller.
 type Options struct {
 	HubKube kubernetes.Interface
-	HubDyn  dynamic.Interface
+	HubMCS  mcsclient.Interface
 	Members *members.Registry
 	// Namespaces limits the controller to services of these namespaces;
 	// empty: every namespace.
@@ -56,8 +58,10 @@ type Controller struct {
 	recorder record.EventRecorder
 	track    *tracker
 
-	mcs, hubServices cache.SharedIndexInformer
-	factories        []interface {
+	mcs         cache.SharedIndexInformer
+	mcsLister   mcslisters.MultiClusterServiceLister
+	hubServices cache.SharedIndexInformer
+	factories   []interface {
 		Start(<-chan struct{})
 		Shutdown()
 	}
@@ -89,17 +93,17 @@ func New(opts Options) *Controller {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
 
-	dyn := dynamicinformer.NewDynamicSharedInformerFactory(opts.HubDyn, 0)
-	c.mcs = dyn.ForResource(v1alpha1.Resource).Informer()
-	utilruntime.Must(c.mcs.SetTransform(toMCS))
+	hub := mcsinformers.NewSharedInformerFactoryWithOptions(opts.HubMCS, 0, mcsinformers.WithTransform(trimManagedFields))
+	c.mcs = hub.Mcs().V1alpha1().MultiClusterServices().Informer()
+	c.mcsLister = hub.Mcs().V1alpha1().MultiClusterServices().Lister()
 	kube := informers.NewSharedInformerFactory(opts.HubKube, 0)
 	c.hubServices = kube.Core().V1().Services().Informer()
-	_, _ = c.mcs.AddEventHandler(keyHandler(func(obj any) { c.enqueueObject(obj, "") }))
-	_, _ = c.hubServices.AddEventHandler(keyHandler(func(obj any) { c.enqueueRelevant(obj) }))
+	_, _ = c.mcs.AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") }))
+	_, _ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
 	c.factories = []interface {
 		Start(<-chan struct{})
 		Shutdown()
-	}{dyn, kube}
+	}{hub, kube}
 	return c
 }
 
@@ -118,14 +122,10 @@ func (c *Controller) Handlers() members.Handlers {
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
+	defer c.shutdown()
+	if err := c.start(ctx); err != nil {
+		return err
 	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.mcs.HasSynced, c.hubServices.HasSynced) {
-		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
-	}
-	c.awaitMembers(ctx)
 	c.enqueueAll()
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
@@ -136,6 +136,26 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// start runs the hub informers until ctx ends, and waits until they and
+// the members have synced.
+func (c *Controller) start(ctx context.Context) error {
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.mcs.HasSynced, c.hubServices.HasSynced) {
+		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
+	}
+	c.awaitMembers(ctx)
+	return nil
+}
+
+// shutdown waits for the hub informers to end, once ctx has ended.
+func (c *Controller) shutdown() {
+	for _, f := range c.factories {
+		f.Shutdown()
+	}
 }
 
 // memberSettleTimeout bounds the wait for members at start: one that takes
@@ -160,8 +180,13 @@ func (c *Controller) awaitMembers(ctx context.Context) {
 // Synced reports whether the hub informers and every reachable member's
 // informers have synced: the controller's readiness.
 func (c *Controller) Synced() error {
-	if !c.mcs.HasSynced() || !c.hubServices.HasSynced() || !c.opts.Members.Synced() {
-		return fmt.Errorf("hub informers have not synced")
+	switch {
+	case !c.mcs.HasSynced():
+		return fmt.Errorf("the hub's MultiClusterServices have not been listed (is the CRD in deploy/crds installed?)")
+	case !c.hubServices.HasSynced():
+		return fmt.Errorf("the hub's Services have not been listed")
+	case !c.opts.Members.Synced():
+		return fmt.Errorf("the member Secrets on the hub have not been listed")
 	}
 	for _, m := range c.opts.Members.List() {
 		if ok, _ := m.Reachable(); ok && !m.Synced() {
@@ -316,15 +341,12 @@ type objectMeta struct {
 }
 
 func metaOf(obj any) (objectMeta, bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
 	type object interface {
 		GetNamespace() string
 		GetName() string
 		GetLabels() map[string]string
 	}
-	o, ok := obj.(object)
+	o, ok := handler.Unwrap(obj).(object)
 	if !ok {
 		return objectMeta{}, false
 	}
@@ -335,22 +357,10 @@ func metaOf(obj any) (objectMeta, bool) {
 // controller rate limiter does.
 func newBucket() *rate.Limiter { return rate.NewLimiter(rate.Limit(50), 500) }
 
-func keyHandler(fn func(obj any)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{AddFunc: fn, UpdateFunc: func(_, obj any) { fn(obj) }, DeleteFunc: fn}
-}
-
-// toMCS turns the hub informer's objects into MultiClusterServices.
-func toMCS(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+// trimManagedFields drops what no sync reads.
+func trimManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
 	}
-	u.SetManagedFields(nil)
-	out := &v1alpha1.MultiClusterService{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		// Kept as it is: sync reports it on the object, and the informer
-		// goes on with every other MultiClusterService.
-		return u, nil
-	}
-	return out, nil
+	return obj, nil
 }

@@ -2,23 +2,20 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 )
 
-// ServiceImports are written through the dynamic client in the version the
-// member serves; v1alpha1 and v1beta1 agree on every field written here.
+// ServiceImports are written in the version the member serves
+// (members.ImportClient).
 
 func (w *writer) serviceImport(name string) *mcsv1b1.ServiceImport {
 	return latest(w, "ServiceImport", name, w.m.Import(w.namespace, name))
@@ -35,20 +32,12 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
 	}
 	setImportSpec(imp, plan, nil)
-	var got *mcsv1b1.ServiceImport
-	err := w.do("ServiceImport", "create", func() error {
-		u, err := w.toUnstructured(imp)
-		if err != nil {
-			return err
-		}
-		res, err := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Create(ctx, u, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		got, err = w.remember(name, res)
-		return err
-	})
-	return got, err
+	if err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
+		return w.m.ServiceImports(w.namespace).Create(ctx, imp)
+	}); err != nil {
+		return nil, err
+	}
+	return w.serviceImport(name), nil
 }
 
 // updateImport brings the import's spec (what set writes into it) and
@@ -120,49 +109,16 @@ func setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *core
 }
 
 func (w *writer) writeImport(ctx context.Context, verb string, imp *mcsv1b1.ServiceImport) error {
-	return w.do("ServiceImport", verb, func() error {
-		u, err := w.toUnstructured(imp)
-		if err != nil {
-			return err
-		}
-		client := w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace)
-		var res *unstructured.Unstructured
-		if verb == "update-status" {
-			res, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		} else {
-			res, err = client.Update(ctx, u, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return err
-		}
-		_, err = w.remember(imp.Name, res)
-		return err
-	})
+	client := w.m.ServiceImports(w.namespace)
+	write := client.Update
+	if verb == "update-status" {
+		write = client.UpdateStatus
+	}
+	return save(w, "ServiceImport", verb, imp.Name, func() (*mcsv1b1.ServiceImport, error) { return write(ctx, imp) })
 }
 
 func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
 	return w.drop("ServiceImport", imp, func(opts metav1.DeleteOptions) error {
-		return w.m.Dyn.Resource(w.m.Imports).Namespace(w.namespace).Delete(ctx, imp.Name, opts)
+		return w.m.ServiceImports(w.namespace).Delete(ctx, imp.Name, opts)
 	})
-}
-
-func (w *writer) toUnstructured(imp *mcsv1b1.ServiceImport) (*unstructured.Unstructured, error) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(imp)
-	if err != nil {
-		return nil, fmt.Errorf("encoding ServiceImport %s: %w", imp.Name, err)
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetAPIVersion(w.m.Imports.GroupVersion().String())
-	u.SetKind(mcsv1b1.ServiceImportKindName)
-	return u, nil
-}
-
-// remember decodes a written ServiceImport and tracks it.
-func (w *writer) remember(name string, u *unstructured.Unstructured) (*mcsv1b1.ServiceImport, error) {
-	got := &mcsv1b1.ServiceImport{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, got); err != nil {
-		return nil, fmt.Errorf("decoding ServiceImport %s: %w", name, err)
-	}
-	w.c.track.wrote(w.key("ServiceImport", name), got)
-	return got, nil
 }

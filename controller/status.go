@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -173,21 +171,12 @@ func falseCond(t, reason, msg string) metav1.Condition {
 }
 
 func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterService, status bool) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mcs)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
-	u.SetKind("MultiClusterService")
-	client := c.opts.HubDyn.Resource(v1alpha1.Resource).Namespace(mcs.Namespace)
-	verb := "update"
+	client := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace)
+	write, verb := client.Update, "update"
 	if status {
-		verb = "update-status"
-		_, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	} else {
-		_, err = client.Update(ctx, u, metav1.UpdateOptions{})
+		write, verb = client.UpdateStatus, "update-status"
 	}
+	_, err := write(ctx, mcs, metav1.UpdateOptions{})
 	members.CountWrite("hub", "MultiClusterService", verb, err)
 	if err != nil {
 		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
@@ -247,15 +236,5 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 }
 
 func (w *writer) writeExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
-	return w.do("ServiceExport", "update-status", func() error {
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(exp)
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		u.SetAPIVersion(w.m.Exports.GroupVersion().String())
-		u.SetKind(mcsv1b1.ServiceExportKindName)
-		_, err = w.m.Dyn.Resource(w.m.Exports).Namespace(w.namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		return err
-	})
+	return w.do("ServiceExport", "update-status", func() error { return w.m.UpdateExportStatus(ctx, exp) })
 }

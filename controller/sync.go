@@ -3,14 +3,13 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -33,15 +32,17 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		seen = t.(time.Time)
 	}
 
-	mcs, decodeErr := c.multiClusterService(namespace, name)
+	mcs, err := c.mcsLister.MultiClusterServices(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		mcs = nil
+	} else if err != nil {
+		return err
+	}
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
 		return c.addFinalizer(ctx, mcs) // its update queues the key again
 	}
 	in := c.input(namespace, name, mcs)
 	plan := desired.Compute(in)
-	if decodeErr != nil {
-		plan.Invalid = decodeErr.Error()
-	}
 	out := outcome{}
 	if plan.Invalid == "" {
 		c.applyMembers(ctx, namespace, name, plan, &out, seen)
@@ -57,22 +58,6 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		return nil // fixed by an update, which queues the key again
 	}
 	return out.err()
-}
-
-// multiClusterService is the hub's MultiClusterService of that name, with
-// a decoding error when the object does not fit the type.
-func (c *Controller) multiClusterService(namespace, name string) (*v1alpha1.MultiClusterService, error) {
-	obj, ok, _ := c.mcs.GetStore().GetByKey(namespace + "/" + name)
-	if !ok {
-		return nil, nil
-	}
-	switch o := obj.(type) {
-	case *v1alpha1.MultiClusterService:
-		return o, nil
-	case *unstructured.Unstructured:
-		return nil, fmt.Errorf("MultiClusterService %s/%s does not decode: check it against the CRD in deploy/crds", namespace, name)
-	}
-	return nil, nil
 }
 
 // input gathers what the caches hold of the service. A MultiClusterService

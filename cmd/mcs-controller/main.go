@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -28,6 +29,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
 
+	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/controller"
 	"github.com/coredns-mcs/coredns-mcs/controller/leases"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
@@ -97,7 +99,7 @@ func run(f *flags) error {
 	if f.sourceLeaseRenew >= f.sourceLeaseDuration {
 		return fmt.Errorf("--source-lease-renew (%s) must be shorter than --source-lease-duration (%s)", f.sourceLeaseRenew, f.sourceLeaseDuration)
 	}
-	hubRC, err := members.NewRESTConfig(f.kubeconfig)
+	hubRC, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("hub: --kubeconfig %q: %w", f.kubeconfig, err)
 	}
@@ -106,7 +108,7 @@ func run(f *flags) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	hubDyn, err := dynamic.NewForConfig(hubRC)
+	hubMCS, err := mcsclient.NewForConfig(hubRC)
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
@@ -125,7 +127,7 @@ func run(f *flags) error {
 		if err != nil {
 			return err
 		}
-		c := controller.New(controller.Options{HubKube: hubKube, HubDyn: hubDyn, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers})
+		c := controller.New(controller.Options{HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
 		var wg sync.WaitGroup
@@ -139,6 +141,15 @@ func run(f *flags) error {
 		return work(ctx)
 	}
 	return leaderElect(ctx, f, hubKube, work)
+}
+
+// restConfig loads the hub's kubeconfig, or the in-cluster config when
+// path is empty, as every controller reaches its own cluster.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
 }
 
 // leaderElect runs work while this replica leads. Losing the lead ends the

@@ -222,7 +222,7 @@ func propagated(hub *corev1.Service) *corev1.Service {
 	for i := range s.Spec.Ports {
 		s.Spec.Ports[i].NodePort = 0
 	}
-	if hub.Spec.ClusterIP == corev1.ClusterIPNone {
+	if IsHeadless(hub) {
 		s.Spec.ClusterIP = corev1.ClusterIPNone
 	}
 	return s

@@ -27,11 +27,11 @@ func (p *Plan) shape(in *Input) *Import {
 	if len(cands) == 0 {
 		return nil
 	}
-	imp := &Import{Headless: isHeadless(cands[0].svc)}
+	imp := &Import{Headless: IsHeadless(cands[0].svc)}
 	byName := map[string]mcsv1b1.ServicePort{}
 	for _, c := range cands {
 		imp.Clusters = append(imp.Clusters, c.cluster)
-		if isHeadless(c.svc) != imp.Headless {
+		if IsHeadless(c.svc) != imp.Headless {
 			p.Conflicts[c.cluster] = Conflict{mcsv1b1.ServiceExportReasonTypeConflict,
 				fmt.Sprintf("%s's Service is %s, but the oldest export (%s) is %s", c.cluster, kind(c.svc), cands[0].cluster, kind(cands[0].svc))}
 		}
@@ -77,10 +77,11 @@ func importPort(sp corev1.ServicePort) mcsv1b1.ServicePort {
 	return mcsv1b1.ServicePort{Name: sp.Name, Protocol: cmp.Or(sp.Protocol, corev1.ProtocolTCP), AppProtocol: sp.AppProtocol, Port: sp.Port}
 }
 
-func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
+// IsHeadless reports whether s has no ClusterIP: its name answers its endpoints.
+func IsHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
 
 func kind(s *corev1.Service) string {
-	if isHeadless(s) {
+	if IsHeadless(s) {
 		return "headless"
 	}
 	return "a ClusterIP Service"

@@ -2,16 +2,34 @@ package members
 
 import (
 	"context"
+	"fmt"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+)
+
+// Indexes of the EndpointSlice informer, by namespace/service.
+const (
+	// BySourceService: the member's own slices of a service.
+	BySourceService = "source-service"
+	// ByImportedService: slices mcs-controller imported for a service.
+	ByImportedService = "imported-service"
 )
 
 // caches are the informers of one member, started and stopped together.
+// ServiceExports and ServiceImports are stored as v1beta1 types whatever
+// version the member serves.
 type caches struct {
 	services, slices, namespaces, exports, imports cache.SharedIndexInformer
 
@@ -22,16 +40,16 @@ type caches struct {
 // newCaches starts informers on a member's Services, EndpointSlices,
 // Namespaces, and ServiceExports and ServiceImports of the given versions;
 // they run until ctx ends or stop.
-func newCaches(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, exports, imports schema.GroupVersionResource) (*caches, error) {
+func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion) (*caches, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimManagedFields))
-	df := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
+	mf := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithTransform(trim))
 	c := &caches{
 		services:   kf.Core().V1().Services().Informer(),
 		slices:     kf.Discovery().V1().EndpointSlices().Informer(),
 		namespaces: kf.Core().V1().Namespaces().Informer(),
-		exports:    df.ForResource(exports).Informer(),
-		imports:    df.ForResource(imports).Informer(),
+		exports:    exportInformer(mf, exports),
+		imports:    importInformer(mf, imports),
 		done:       ctx.Done(),
 		stop:       cancel,
 	}
@@ -39,27 +57,37 @@ func newCaches(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inter
 		cancel()
 		return nil, err
 	}
-	for _, inf := range []cache.SharedIndexInformer{c.exports, c.imports} {
-		if err := inf.SetTransform(toTyped); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
 	kf.Start(ctx.Done())
-	df.Start(ctx.Done())
+	mf.Start(ctx.Done())
 	go func() {
 		<-ctx.Done()
 		kf.Shutdown()
-		df.Shutdown()
+		mf.Shutdown()
 	}()
 	return c, nil
+}
+
+// Only the informer of the version served is made: the factory starts
+// every informer it made.
+func exportInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion) cache.SharedIndexInformer {
+	if mcsapi.IsAlpha(gv) {
+		return f.Multicluster().V1alpha1().ServiceExports().Informer()
+	}
+	return f.Multicluster().V1beta1().ServiceExports().Informer()
+}
+
+func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion) cache.SharedIndexInformer {
+	if mcsapi.IsAlpha(gv) {
+		return f.Multicluster().V1alpha1().ServiceImports().Informer()
+	}
+	return f.Multicluster().V1beta1().ServiceImports().Informer()
 }
 
 // handle sends the informers' events to h. Objects already cached arrive
 // as additions.
 func (c *caches) handle(cluster string, h Handlers) error {
 	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){c.services: h.Services, c.slices: h.Slices, c.exports: h.Exports, c.imports: h.Imports} {
-		if _, err := inf.AddEventHandler(handler(cluster, fn)); err != nil {
+		if _, err := inf.AddEventHandler(handler.Each(func(obj any) { fn(cluster, obj) })); err != nil {
 			return err
 		}
 	}
@@ -78,4 +106,45 @@ func (c *caches) hasSynced() bool {
 		}
 	}
 	return true
+}
+
+// served is the version of an MCS API resource the member serves; a
+// member that serves none is an error until the CRDs are installed.
+func served(m *Member, resource string) (schema.GroupVersion, error) {
+	gv, ok, err := mcsapi.Served(m.Kube.Discovery(), resource)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s.%s is not served in v1beta1 or v1alpha1: install the MCS API CRDs", resource, mcsv1b1.GroupName)
+	}
+	return gv, err
+}
+
+// trim drops what no sync reads and most memory goes to, and stores
+// v1alpha1 MCS API objects as v1beta1 ones.
+func trim(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return mcsapi.ToBeta(obj)
+}
+
+func sourceServiceIndex(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+		return nil, nil
+	}
+	if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
+		return []string{s.Namespace + "/" + svc}, nil
+	}
+	return nil, nil
+}
+
+func importedServiceIndex(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] != api.ManagedBy {
+		return nil, nil
+	}
+	if svc := s.Labels[mcsv1b1.LabelServiceName]; svc != "" {
+		return []string{s.Namespace + "/" + svc}, nil
+	}
+	return nil, nil
 }

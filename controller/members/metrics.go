@@ -5,7 +5,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-var reachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+var reachableGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "mcs_member_reachable",
 	Help: "1 when the member cluster's API server answered the last probe, else 0.",
 }, []string{"cluster"})
@@ -15,7 +15,7 @@ var writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "API writes mcs-controller made, by cluster, kind, verb and result.",
 }, []string{"cluster", "kind", "verb", "result"})
 
-func init() { legacyregistry.RawMustRegister(reachable, writes) }
+func init() { legacyregistry.RawMustRegister(reachableGauge, writes) }
 
 // CountWrite counts one API write in mcs_writes_total.
 func CountWrite(cluster, kind, verb string, err error) {
@@ -24,4 +24,11 @@ func CountWrite(cluster, kind, verb string, err error) {
 		result = "error"
 	}
 	writes.WithLabelValues(cluster, kind, verb, result).Inc()
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,7 +2,6 @@ package members
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -11,15 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
 )
 
 // Options say how members are registered and reached.
@@ -33,8 +30,13 @@ type Options struct {
 	// QPS and Burst of every member's API client.
 	QPS   float32
 	Burst int
-	// ProbeEvery is how often each member's API server is probed.
+	// ProbeEvery is how often each member's API server is probed, by
+	// Ready (default Readyz).
 	ProbeEvery time.Duration
+	Ready      ReadyFunc
+	// Members are members made by New, registered as they are: unit tests
+	// register members over fake clientsets.
+	Members []*Member
 }
 
 // Registry holds the members. Members come and go at run time (Secrets);
@@ -50,28 +52,22 @@ type Registry struct {
 
 // NewRegistry reads the kubeconfig's contexts; nothing runs until Run.
 func NewRegistry(opts Options) (*Registry, error) {
+	if opts.Ready == nil {
+		opts.Ready = Readyz
+	}
 	r := &Registry{opts: opts, members: map[string]*Member{}}
+	for _, m := range opts.Members {
+		r.members[m.Name] = m
+	}
 	if opts.Kubeconfig == "" {
 		return r, nil
 	}
-	cfg, err := clientcmd.LoadFromFile(opts.Kubeconfig)
+	ms, err := fromContexts(opts.Kubeconfig, opts.QPS, opts.Burst)
 	if err != nil {
-		return nil, fmt.Errorf("--clusters-kubeconfig %s: %w", opts.Kubeconfig, err)
+		return nil, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Contexts)) {
-		source := fmt.Sprintf("context %s of %s", name, opts.Kubeconfig)
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %q is not a cluster name: %s", source, name, errs[0])
-		}
-		rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		m, err := newMember(name, source, rc, opts.QPS, opts.Burst)
-		if err != nil {
-			return nil, err
-		}
-		r.members[name] = m
+	for _, m := range ms {
+		r.members[m.Name] = m
 	}
 	return r, nil
 }
@@ -82,7 +78,7 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 	r.mu.Lock()
 	r.h = h
 	for _, m := range r.members {
-		m.start(r.h, r.opts.ProbeEvery)
+		m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
 	}
 	r.mu.Unlock()
 	if r.opts.Hub != nil {
@@ -94,13 +90,6 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 	for _, m := range r.members {
 		m.stop()
 	}
-}
-
-// Get returns the member of that name, or nil.
-func (r *Registry) Get(name string) *Member {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.members[name]
 }
 
 // List returns every member, sorted by name.
@@ -136,11 +125,7 @@ func (r *Registry) watchSecrets(ctx context.Context) {
 	f := informers.NewSharedInformerFactoryWithOptions(r.opts.Hub, 0, informers.WithNamespace(r.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCluster }))
 	r.secrets = f.Core().V1().Secrets().Informer()
-	_, _ = r.secrets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.secretChanged(nil, obj) },
-		UpdateFunc: r.secretChanged,
-		DeleteFunc: func(obj any) { r.secretChanged(obj, nil) },
-	})
+	_, _ = r.secrets.AddEventHandler(handler.Typed(r.secretChanged))
 	f.Start(ctx.Done())
 	go func() {
 		<-ctx.Done()
@@ -152,8 +137,7 @@ func (r *Registry) watchSecrets(ctx context.Context) {
 // A Secret that cannot be used registers a broken member that says why:
 // an unreachable member, never a removed one, so nothing it provided is
 // deleted because of a typo in its Secret.
-func (r *Registry) secretChanged(oldObj, newObj any) {
-	old, cur := asSecret(oldObj), asSecret(newObj)
+func (r *Registry) secretChanged(old, cur *corev1.Secret) {
 	if old != nil && (cur == nil || old.Labels[api.LabelCluster] != cur.Labels[api.LabelCluster]) {
 		r.remove(old.Labels[api.LabelCluster], sourceOf(old))
 	}
@@ -164,27 +148,12 @@ func (r *Registry) secretChanged(oldObj, newObj any) {
 		return // a resync
 	}
 	name, source := cur.Labels[api.LabelCluster], sourceOf(cur)
-	m, err := r.memberFromSecret(name, source, cur)
+	m, err := fromSecret(name, source, cur, r.opts.QPS, r.opts.Burst)
 	if err != nil {
 		klog.ErrorS(err, "Cannot register member", "cluster", name, "secret", cur.Namespace+"/"+cur.Name)
 		m = brokenMember(name, source, err)
 	}
 	r.put(m)
-}
-
-func (r *Registry) memberFromSecret(name, source string, s *corev1.Secret) (*Member, error) {
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: label %s=%q is not a cluster name: %s", source, api.LabelCluster, name, errs[0])
-	}
-	data, ok := s.Data[api.KeyKubeconfig]
-	if !ok {
-		return nil, fmt.Errorf("%s: no key %q", source, api.KeyKubeconfig)
-	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: key %s: %w", source, api.KeyKubeconfig, err)
-	}
-	return newMember(name, source, rc, r.opts.QPS, r.opts.Burst)
 }
 
 func (r *Registry) put(m *Member) {
@@ -198,7 +167,7 @@ func (r *Registry) put(m *Member) {
 	if prev != nil {
 		prev.stop()
 	}
-	m.start(r.h, r.opts.ProbeEvery)
+	m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
 	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }
@@ -240,7 +209,7 @@ func (r *Registry) Retired(name string) {
 
 func (r *Registry) drop(m *Member) {
 	m.stop()
-	reachable.DeleteLabelValues(m.Name)
+	reachableGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }
@@ -251,21 +220,4 @@ func (r *Registry) changed(name string) {
 	}
 }
 
-func asSecret(obj any) *corev1.Secret {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	s, _ := obj.(*corev1.Secret)
-	return s
-}
-
 func sourceOf(s *corev1.Secret) string { return "secret " + s.Namespace + "/" + s.Name }
-
-// NewRESTConfig loads a kubeconfig (in-cluster config when path is empty),
-// as every controller reaches its own cluster.
-func NewRESTConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		return rest.InClusterConfig()
-	}
-	return clientcmd.BuildConfigFromFlags("", path)
-}

@@ -15,6 +15,7 @@ import (
 	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
 )
 
 // startupTimeout is how long start-up waits for the informers, as the
@@ -230,10 +231,10 @@ func (w *watcher) prepare(ctx context.Context) (cluster string, gv schema.GroupV
 func (w *watcher) startInformers(ctx context.Context) {
 	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
 	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(api.LeaseNamespace), informers.WithTransform(trim))
-	w.watch("services", kube.Core().V1().Services().Informer(), handle(w.idx.setService))
-	w.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handle(w.idx.setSlice))
-	w.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handle(w.idx.setNamespace))
-	w.watch("leases", leases.Coordination().V1().Leases().Informer(), handle(w.idx.setLease))
+	w.watch("services", kube.Core().V1().Services().Informer(), handler.Typed(w.idx.setService))
+	w.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handler.Typed(w.idx.setSlice))
+	w.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handler.Typed(w.idx.setNamespace))
+	w.watch("leases", leases.Coordination().V1().Leases().Informer(), handler.Typed(w.idx.setLease))
 	kube.Start(ctx.Done())
 	leases.Start(ctx.Done())
 	w.factories = append(w.factories, kube, leases)
@@ -247,7 +248,7 @@ func (w *watcher) startImports(ctx context.Context, gv schema.GroupVersion) {
 	if gv == mcsv1b1.SchemeGroupVersion {
 		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
 	}
-	w.watch("serviceimports", imports, handle(w.idx.setImport))
+	w.watch("serviceimports", imports, handler.Typed(w.idx.setImport))
 	mcs.Start(ctx.Done())
 	w.factories = append(w.factories, mcs)
 }
@@ -259,33 +260,6 @@ func (w *watcher) watch(resource string, inf cache.SharedIndexInformer, h cache.
 		return
 	}
 	w.informers = append(w.informers, watched{resource: resource, reg: reg})
-}
-
-// handle adapts an index setter to informer events; set gets (old, nil)
-// on deletion and (nil, new) on addition.
-func handle[T any](set func(old, cur *T)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if cur, ok := obj.(*T); ok {
-				set(nil, cur)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*T)
-			cur, ok2 := newObj.(*T)
-			if ok1 && ok2 {
-				set(old, cur)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if old, ok := obj.(*T); ok {
-				set(old, nil)
-			}
-		},
-	}
 }
 
 // watchStale keeps the stale-clusters gauge current and logs clusters going

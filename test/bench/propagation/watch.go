@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
 )
 
 // importWatch follows the imported EndpointSlices of the benchmark's
@@ -119,10 +120,7 @@ func (iw *importWatch) observe(obj any) {
 }
 
 func (iw *importWatch) forget(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+	if s, ok := handler.Unwrap(obj).(*discoveryv1.EndpointSlice); ok {
 		iw.mu.Lock()
 		delete(iw.content, s.Name)
 		delete(iw.since, s.Name)

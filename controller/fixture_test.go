@@ -1,0 +1,538 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsapifake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	mcsfake "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned/fake"
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// The unit tests of sync run the controller against a hub and three members
+// made of fake clientsets, as Kubernetes' own controllers are tested: they
+// call sync for a key and compare the exact writes each cluster received.
+// The fakes act as an API server where the controller depends on it: they
+// stamp a UID and a growing resourceVersion on every write, and allocate a
+// ClusterIP to a Service that is not headless.
+
+const (
+	hub = "hub"
+	m1  = "member1"
+	m2  = "member2"
+	m3  = "member3"
+	ns  = "demo"
+)
+
+var memberNames = []string{m1, m2, m3}
+
+// world is the objects each cluster ("hub" or a member) holds at the start.
+type world map[string][]runtime.Object
+
+type fixture struct {
+	t       *testing.T
+	hubKube *k8sfake.Clientset
+	hubMCS  *mcsfake.Clientset
+	kube    map[string]*k8sfake.Clientset
+	mcs     map[string]*mcsapifake.Clientset
+	alpha   map[string]bool // members serving the MCS API's v1alpha1 only
+
+	c    *Controller
+	reg  *members.Registry
+	stop context.CancelFunc
+
+	mu  sync.Mutex
+	log map[string][]clienttesting.Action // writes by cluster, in order
+}
+
+func newFixture(t *testing.T, w world, alpha ...string) *fixture {
+	t.Helper()
+	// mcs-api's fake cannot stream a list to an informer.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	f := &fixture{t: t, log: map[string][]clienttesting.Action{}, kube: map[string]*k8sfake.Clientset{}, mcs: map[string]*mcsapifake.Clientset{}, alpha: map[string]bool{}}
+	var rv atomic.Int64
+	// An API server gives every object a resourceVersion.
+	for _, objs := range w {
+		for _, o := range objs {
+			m, _ := meta.Accessor(o)
+			m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+	}
+	kube, mcs := split(w[hub], false)
+	f.hubKube = k8sfake.NewSimpleClientset(kube...)
+	f.hubMCS = mcsfake.NewSimpleClientset(mcs...)
+	f.stamp(hub, &f.hubKube.Fake, &rv)
+	f.stamp(hub, &f.hubMCS.Fake, &rv)
+	for _, name := range memberNames {
+		f.alpha[name] = slices.Contains(alpha, name)
+		kube, mcs := split(w[name], f.alpha[name])
+		f.kube[name] = k8sfake.NewSimpleClientset(kube...)
+		f.mcs[name] = mcsapifake.NewSimpleClientset(mcs...)
+		f.kube[name].Resources = servedMCSAPI(f.alpha[name])
+		f.stamp(name, &f.kube[name].Fake, &rv)
+		f.stamp(name, &f.mcs[name].Fake, &rv)
+	}
+	f.start()
+	return f
+}
+
+// start runs a controller and its members over the fakes, as
+// mcs-controller does but with no workers: the tests call sync.
+func (f *fixture) start() {
+	t := f.t
+	var ms []*members.Member
+	for _, name := range memberNames {
+		ms = append(ms, members.New(name, "fake "+name, f.kube[name], f.mcs[name]))
+	}
+	reg, err := members.NewRegistry(members.Options{
+		Members: ms, ProbeEvery: 10 * time.Millisecond,
+		Ready: func(context.Context, *members.Member) error { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	f.c = New(Options{HubKube: f.hubKube, HubMCS: f.hubMCS, Members: reg, Workers: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reg.Run(ctx, f.c.Handlers())
+	}()
+	f.stop = func() {
+		cancel()
+		<-done
+		f.c.queue.ShutDown()
+		f.c.shutdown()
+	}
+	t.Cleanup(f.stop)
+	if err := f.c.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, pending := reg.Settled(); !ok {
+		t.Fatalf("members not settled: %s", pending)
+	}
+}
+
+// restart stops the controller and starts a new one over the same fakes.
+func (f *fixture) restart() {
+	f.stop()
+	f.start()
+}
+
+// split sorts objects by the fake that holds them; a member serving
+// v1alpha1 only holds the MCS API objects in that version.
+func split(objs []runtime.Object, alpha bool) (kube, mcs []runtime.Object) {
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *mcsv1b1.ServiceExport:
+			if alpha {
+				mcs = append(mcs, mcsapi.ExportToAlpha(o))
+			} else {
+				mcs = append(mcs, o)
+			}
+		case *mcsv1b1.ServiceImport:
+			if alpha {
+				mcs = append(mcs, mcsapi.ImportToAlpha(o))
+			} else {
+				mcs = append(mcs, o)
+			}
+		case *v1alpha1.MultiClusterService:
+			mcs = append(mcs, o)
+		default:
+			kube = append(kube, o)
+		}
+	}
+	return kube, mcs
+}
+
+func servedMCSAPI(alpha bool) []*metav1.APIResourceList {
+	gv := mcsv1b1.SchemeGroupVersion.String()
+	if alpha {
+		gv = mcsapi.Versions[1].String()
+	}
+	return []*metav1.APIResourceList{{GroupVersion: gv, APIResources: []metav1.APIResource{
+		{Name: mcsapi.ServiceExports, Namespaced: true}, {Name: mcsapi.ServiceImports, Namespaced: true},
+	}}}
+}
+
+// stamp makes the fake do on every write what the API server does that
+// the controller relies on, and logs the write.
+func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int64) {
+	fake.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if !slices.Contains([]string{"create", "update", "delete", "patch"}, a.GetVerb()) || a.GetResource().Resource == "events" {
+			return false, nil, nil
+		}
+		defer f.logWrite(cluster, a)
+		var obj runtime.Object
+		switch a := a.(type) {
+		case clienttesting.CreateAction:
+			obj = a.GetObject()
+		case clienttesting.UpdateAction:
+			obj = a.GetObject()
+		default:
+			return false, nil, nil
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return false, nil, nil
+		}
+		if a.GetVerb() == "create" {
+			m.SetUID(types.UID(fmt.Sprintf("uid-%d", rv.Add(1))))
+			if s, ok := obj.(*corev1.Service); ok && s.Spec.ClusterIP == "" {
+				s.Spec.ClusterIP = fmt.Sprintf("10.96.0.%d", rv.Load()%250+1)
+				s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
+			}
+		}
+		m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		return false, nil, nil
+	})
+}
+
+func (f *fixture) logWrite(cluster string, a clienttesting.Action) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log[cluster] = append(f.log[cluster], a.DeepCopy())
+}
+
+// sync runs one sync of key and returns the writes each cluster received,
+// in order; it waits until the caches hold what was written, as the next
+// sync of a running controller would mostly find them.
+func (f *fixture) sync(key string) map[string][]string {
+	f.t.Helper()
+	f.writes()
+	if err := f.c.sync(context.Background(), key); err != nil {
+		f.t.Logf("sync %s: %v", key, err)
+	}
+	got := map[string][]string{}
+	for cluster, actions := range f.writes() {
+		for _, a := range actions {
+			got[cluster] = append(got[cluster], describe(a))
+			f.awaitCached(cluster, a)
+		}
+	}
+	return got
+}
+
+// change makes a write in a cluster as a user or another controller
+// would, and waits until the controller's caches have it.
+func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
+	f.t.Helper()
+	var err error
+	ctx := context.Background()
+	switch o := obj.(type) {
+	case *discoveryv1.EndpointSlice:
+		c := f.kube[cluster].DiscoveryV1().EndpointSlices(o.Namespace)
+		switch verb {
+		case "create":
+			_, err = c.Create(ctx, o, metav1.CreateOptions{})
+		case "update":
+			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
+		default:
+			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		}
+	case *corev1.Service:
+		c := f.kube[cluster].CoreV1().Services(o.Namespace)
+		switch verb {
+		case "create":
+			_, err = c.Create(ctx, o, metav1.CreateOptions{})
+		case "update":
+			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
+		default:
+			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		}
+	case *mcsv1b1.ServiceExport:
+		c := f.mcs[cluster].MulticlusterV1beta1().ServiceExports(o.Namespace)
+		switch verb {
+		case "create":
+			_, err = c.Create(ctx, o, metav1.CreateOptions{})
+		default:
+			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		}
+	case *v1alpha1.MultiClusterService:
+		c := f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace)
+		switch verb {
+		case "create":
+			_, err = c.Create(ctx, o, metav1.CreateOptions{})
+		case "update":
+			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
+		default:
+			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		}
+	default:
+		f.t.Fatalf("change: %T is not handled", obj)
+	}
+	if err != nil {
+		f.t.Fatalf("%s %T in %s: %v", verb, obj, cluster, err)
+	}
+	for _, a := range f.writes()[cluster] {
+		f.awaitCached(cluster, a)
+	}
+}
+
+// writes are the writes since the last call, by cluster; Events are left
+// out (they are sent apart).
+func (f *fixture) writes() map[string][]clienttesting.Action {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.log
+	f.log = map[string][]clienttesting.Action{}
+	return out
+}
+
+// describe is an action as the tests spell it: "create serviceimports
+// demo/foo", "update serviceimports/status demo/foo".
+func describe(a clienttesting.Action) string {
+	res := a.GetResource().Resource
+	if sub := a.GetSubresource(); sub != "" {
+		res += "/" + sub
+	}
+	name := ""
+	switch a := a.(type) {
+	case clienttesting.CreateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		name = m.GetName()
+	case clienttesting.UpdateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		name = m.GetName()
+	case clienttesting.DeleteAction:
+		name = a.GetName()
+	}
+	if ns := a.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return a.GetVerb() + " " + res + " " + name
+}
+
+// awaitCached waits until the controller's caches hold the object action
+// wrote as the fake holds it now.
+func (f *fixture) awaitCached(cluster string, a clienttesting.Action) {
+	f.t.Helper()
+	name := ""
+	switch a := a.(type) {
+	case clienttesting.CreateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		name = m.GetName()
+	case clienttesting.UpdateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		name = m.GetName()
+	case clienttesting.DeleteAction:
+		name = a.GetName()
+	}
+	want := "" // absent
+	if obj, err := f.tracker(cluster, a.GetResource().Resource).Get(a.GetResource(), a.GetNamespace(), name); err == nil {
+		m, _ := meta.Accessor(obj)
+		want = m.GetResourceVersion()
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.cachedVersion(cluster, a.GetResource().Resource, a.GetNamespace(), name) == want, nil
+	})
+	if err != nil {
+		f.t.Fatalf("%s: the controller's cache never saw %s (resourceVersion %q)", cluster, describe(a), want)
+	}
+}
+
+// tracker is the store of the fake that holds resource in cluster.
+func (f *fixture) tracker(cluster, resource string) clienttesting.ObjectTracker {
+	mcs := resource == "serviceimports" || resource == "serviceexports"
+	switch {
+	case cluster == hub && resource == "multiclusterservices":
+		return f.hubMCS.Tracker()
+	case cluster == hub:
+		return f.hubKube.Tracker()
+	case mcs:
+		return f.mcs[cluster].Tracker()
+	}
+	return f.kube[cluster].Tracker()
+}
+
+// cachedVersion is the resourceVersion of an object in the controller's
+// caches, "" when absent, "?" for what they do not hold.
+func (f *fixture) cachedVersion(cluster, resource, namespace, name string) string {
+	if cluster == hub {
+		if resource != "multiclusterservices" {
+			return "?"
+		}
+		obj, ok, _ := f.c.mcs.GetStore().GetByKey(namespace + "/" + name)
+		if !ok {
+			return ""
+		}
+		return obj.(metav1.Object).GetResourceVersion()
+	}
+	m := f.member(cluster)
+	switch resource {
+	case "services":
+		return versionOf(m.Service(namespace, name))
+	case "endpointslices":
+		return versionOf(m.Slice(namespace, name))
+	case "serviceimports":
+		return versionOf(m.Import(namespace, name))
+	case "serviceexports":
+		return versionOf(m.Export(namespace, name))
+	case "namespaces":
+		if m.HasNamespace(name) {
+			return f.namespaceVersion(cluster, name)
+		}
+		return ""
+	}
+	return "?"
+}
+
+func versionOf[T any, P interface {
+	*T
+	metav1.Object
+}](o P) string {
+	if o == nil {
+		return ""
+	}
+	return o.GetResourceVersion()
+}
+
+func (f *fixture) namespaceVersion(cluster, name string) string {
+	n, err := f.kube[cluster].CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return n.ResourceVersion
+}
+
+func (f *fixture) member(name string) *members.Member {
+	for _, m := range f.reg.List() {
+		if m.Name == name {
+			return m
+		}
+	}
+	f.t.Fatalf("no member %s", name)
+	return nil
+}
+
+// Objects of the tests' world.
+
+// service is a member's Service name, with one port http/80; headless
+// when asked.
+func service(name string, headless bool, created time.Time) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("svc-" + name), CreationTimestamp: metav1.NewTime(created)},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			ClusterIP: "10.96.1.1", ClusterIPs: []string{"10.96.1.1"},
+		},
+	}
+	if headless {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
+	}
+	return s
+}
+
+// slice is a member's own EndpointSlice of service svc, as
+// kube-controller-manager writes it, with a ready endpoint per address.
+func slice(svc, name string, generation int64, addrs ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns, Generation: generation, UID: types.UID("slice-" + name),
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
+	}
+	for _, a := range addrs {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	return s
+}
+
+func export(name string, created time.Time) *mcsv1b1.ServiceExport {
+	return &mcsv1b1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("export-" + name), CreationTimestamp: metav1.NewTime(created)}}
+}
+
+// multiClusterService is a hub MultiClusterService; with finalizer, as
+// the controller leaves it after its first sync.
+func multiClusterService(name string, strategy api.Strategy, provision, consumption []v1alpha1.ClusterName, finalizer bool) *v1alpha1.MultiClusterService {
+	m := &v1alpha1.MultiClusterService{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("mcs-" + name), Generation: 1},
+		Spec: v1alpha1.MultiClusterServiceSpec{
+			Types: []v1alpha1.ExposureType{v1alpha1.CrossCluster}, Strategy: strategy,
+			ServiceProvisionClusters: provision, ServiceConsumptionClusters: consumption,
+		},
+	}
+	if finalizer {
+		m.Finalizers = []string{v1alpha1.Finalizer}
+	}
+	return m
+}
+
+// importOf, serviceOf, sliceOf and mcsOf read an object back from a fake.
+func (f *fixture) importOf(cluster, name string) *mcsv1b1.ServiceImport {
+	f.t.Helper()
+	i, err := f.mcs[cluster].MulticlusterV1beta1().ServiceImports(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if f.alpha[cluster] {
+		a, aerr := f.mcs[cluster].MulticlusterV1alpha1().ServiceImports(ns).Get(context.Background(), name, metav1.GetOptions{})
+		i, err = mcsapi.ImportToBeta(a), aerr
+	}
+	if err != nil {
+		f.t.Fatalf("ServiceImport %s in %s: %v", name, cluster, err)
+	}
+	return i
+}
+
+func (f *fixture) serviceOf(cluster, name string) *corev1.Service {
+	f.t.Helper()
+	s, err := f.kube[cluster].CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("Service %s in %s: %v", name, cluster, err)
+	}
+	return s
+}
+
+func (f *fixture) sliceOf(cluster, name string) *discoveryv1.EndpointSlice {
+	f.t.Helper()
+	s, err := f.kube[cluster].DiscoveryV1().EndpointSlices(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("EndpointSlice %s in %s: %v", name, cluster, err)
+	}
+	return s
+}
+
+func (f *fixture) mcsOf(name string) *v1alpha1.MultiClusterService {
+	f.t.Helper()
+	m, err := f.hubMCS.McsV1alpha1().MultiClusterServices(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("MultiClusterService %s: %v", name, err)
+	}
+	return m
+}
+
+// conds are a MultiClusterService's or ServiceExport's conditions as
+// type: status/reason.
+func conds(cs []metav1.Condition) map[string]string {
+	out := map[string]string{}
+	for _, c := range cs {
+		out[c.Type] = string(c.Status) + "/" + c.Reason
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+)
+
+// ReadyFunc asks a member's API server whether it is ready.
+type ReadyFunc func(ctx context.Context, m *Member) error
+
+// Readyz is the probe of a real API server: GET /readyz.
+func Readyz(ctx context.Context, m *Member) error {
+	return m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// start probes the member and, once it answers, discovers its MCS API
+// version and starts its informers. It returns at once; stop ends it all.
+func (m *Member) start(h Handlers, every time.Duration, ready ReadyFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel, m.done = cancel, make(chan struct{})
+	if m.Kube == nil { // broken registration: nothing to run
+		close(m.done)
+		return
+	}
+	go func() {
+		defer close(m.done)
+		wait.UntilWithContext(ctx, func(ctx context.Context) { m.probe(ctx, h, ready) }, every)
+	}()
+}
+
+func (m *Member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+	}
+}
+
+// failureThreshold is how many probes in a row must fail before a member
+// that answered counts as unreachable: an API server under load can fail
+// one readiness check while it serves.
+const failureThreshold = 2
+
+// probe checks that the member's API server is ready; the first success
+// starts the informers, and a success after the member was cut off lists
+// it afresh. Transitions are logged and reported to h.Changed.
+func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := ready(pctx, m)
+	m.mu.RLock()
+	started, reachable, cutOff := m.caches != nil, m.reachable, m.cutOff
+	m.mu.RUnlock()
+	switch {
+	case err != nil:
+		var answered apierrors.APIStatus
+		if !errors.As(err, &answered) {
+			m.cutOffNow()
+		}
+	case !started:
+		err = m.startInformers(ctx, h)
+	case reachable || !cutOff:
+		// Reachable, or unreachable by checks it failed but answered: its
+		// watches kept working.
+		m.setCutOff(false)
+	default:
+		err = m.relist(ctx, h)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	m.mu.Lock()
+	was := m.reachable
+	m.failures++
+	if err == nil {
+		m.failures = 0
+	}
+	m.reachable, m.lastErr, m.probed = err == nil || (was && m.failures < failureThreshold), err, true
+	now, failures := m.reachable, m.failures
+	m.mu.Unlock()
+	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
+	switch {
+	case was && !now:
+		klog.ErrorS(err, "Member became unreachable", "cluster", m.Name, "source", m.Source)
+	case err != nil:
+		klog.V(2).ErrorS(err, "Member failed a probe", "cluster", m.Name, "source", m.Source, "inARow", failures)
+	case !was:
+		klog.InfoS("Member reachable", "cluster", m.Name, "source", m.Source)
+	}
+	if was != now && h.Changed != nil {
+		h.Changed(m.Name)
+	}
+}
+
+func (m *Member) setCutOff(v bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cutOff = v
+}
+
+// cutOffNow marks the member cut off, and stops a fresh list that the
+// failed probe interrupted: its informers would wait out their back-off
+// too. It starts anew when the member answers.
+func (m *Member) cutOffNow() {
+	m.mu.Lock()
+	fresh := m.fresh
+	m.cutOff, m.fresh = true, nil
+	m.mu.Unlock()
+	if fresh != nil {
+		fresh.stop()
+	}
+}
+
+// startInformers discovers which MCS API version the member serves and
+// starts every informer the controller reads. A member without the MCS API
+// CRDs is an error here: it is retried at the next probe.
+func (m *Member) startInformers(ctx context.Context, h Handlers) error {
+	exports, err := served(m, mcsapi.ServiceExports)
+	if err != nil {
+		return err
+	}
+	imports, err := served(m, mcsapi.ServiceImports)
+	if err != nil {
+		return err
+	}
+	c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports)
+	if err != nil {
+		return err
+	}
+	// Readers take the caches under mu: they are published with the
+	// versions they were made for.
+	m.mu.Lock()
+	m.caches, m.exports, m.imports = c, exports, imports
+	m.mu.Unlock()
+	if err := c.handle(m.Name, h); err != nil {
+		return err
+	}
+	go func() {
+		if cache.WaitForCacheSync(c.done, c.synced()...) {
+			klog.InfoS("Member synced", "cluster", m.Name, "serviceExport", exports.Version, "serviceImport", imports.Version)
+			if h.Changed != nil {
+				h.Changed(m.Name)
+			}
+		}
+	}()
+	return nil
+}
+
+// relistWait is how long a probe waits for a member's fresh list before
+// it says the member is still being listed; the next probe looks again.
+const relistWait = 5 * time.Second
+
+// relist brings back a member that answers again after it was unreachable
+// and cut off: new informers list it, and replace the old ones once they
+// have. The old informers would see what changed meanwhile only after
+// client-go's watch back-off, up to a minute, and the member must not count
+// as reachable again, nor its Lease be renewed, from what was seen before
+// the outage. Handlers join after the swap, so no sync reads the old caches
+// for the new informers' events.
+func (m *Member) relist(ctx context.Context, h Handlers) error {
+	m.mu.Lock()
+	fresh, exports, imports := m.fresh, m.exports, m.imports
+	m.mu.Unlock()
+	if fresh == nil {
+		c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports)
+		if err != nil {
+			return err
+		}
+		fresh = c
+		m.mu.Lock()
+		m.fresh = c
+		m.mu.Unlock()
+	}
+	wctx, cancel := context.WithTimeout(ctx, relistWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), fresh.synced()...) {
+		return errors.New("listing its objects afresh after it was unreachable")
+	}
+	m.mu.Lock()
+	old := m.caches
+	m.caches, m.fresh, m.cutOff = fresh, nil, false
+	m.mu.Unlock()
+	old.stop()
+	return fresh.handle(m.Name, h)
+}

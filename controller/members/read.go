@@ -1,0 +1,121 @@
+package members
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// What the controller's sync reads of a member: its informers' caches.
+// Every reader returns nothing before the informers started.
+
+// Service is the member's Service namespace/name, or nil.
+func (m *Member) Service(namespace, name string) *corev1.Service {
+	return get[corev1.Service](m, func(c *caches) cache.SharedIndexInformer { return c.services }, namespace, name)
+}
+
+// Export is the member's ServiceExport namespace/name, or nil.
+func (m *Member) Export(namespace, name string) *mcsv1b1.ServiceExport {
+	return get[mcsv1b1.ServiceExport](m, func(c *caches) cache.SharedIndexInformer { return c.exports }, namespace, name)
+}
+
+// Import is the member's ServiceImport namespace/name, or nil.
+func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
+	return get[mcsv1b1.ServiceImport](m, func(c *caches) cache.SharedIndexInformer { return c.imports }, namespace, name)
+}
+
+// Slice is the member's EndpointSlice namespace/name, or nil.
+func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
+	return get[discoveryv1.EndpointSlice](m, func(c *caches) cache.SharedIndexInformer { return c.slices }, namespace, name)
+}
+
+// HasNamespace reports whether the member has the namespace.
+func (m *Member) HasNamespace(name string) bool {
+	return get[corev1.Namespace](m, func(c *caches) cache.SharedIndexInformer { return c.namespaces }, "", name) != nil
+}
+
+// get is the object namespace/name of the informer inf picks, or nil.
+func get[T any](m *Member, inf func(*caches) cache.SharedIndexInformer, namespace, name string) *T {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := inf(c).GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	t, _ := obj.(*T)
+	return t
+}
+
+// SlicesOf lists the member's slices of service namespace/name by index
+// (BySourceService or ByImportedService), sorted by name.
+func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.EndpointSlice {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	objs, err := c.slices.GetIndexer().ByIndex(index, namespace+"/"+name)
+	if err != nil {
+		return nil
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
+func (m *Member) ImportKeys() []string {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	return c.imports.GetStore().ListKeys()
+}
+
+// ExportKeys lists the keys (namespace/name) of every ServiceExport the member has.
+func (m *Member) ExportKeys() []string {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	return c.exports.GetStore().ListKeys()
+}
+
+// ManagedKeys lists the services (namespace/name) of which the member
+// holds an object the controller wrote: an imported slice, or a
+// ServiceImport, derived or propagated Service carrying its label.
+func (m *Member) ManagedKeys() []string {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	keys := c.slices.GetIndexer().ListIndexFuncValues(ByImportedService)
+	for _, obj := range c.services.GetStore().List() {
+		if s, ok := obj.(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
+			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
+		}
+	}
+	for _, obj := range c.imports.GetStore().List() {
+		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && i.Labels[api.LabelManagedBy] == api.ManagedBy {
+			keys = append(keys, i.Namespace+"/"+i.Name)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}

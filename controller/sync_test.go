@@ -1,0 +1,393 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// writes is what a sync writes, by cluster.
+type writes = map[string][]string
+
+func expect(t *testing.T, step string, got, want writes) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: writes (-want +got):\n%s", step, diff)
+	}
+}
+
+// firstImport is what importing service name for the first time writes
+// into a consumption cluster that has the namespace: the import, the
+// derived Service it owns, the import's spec.ips from that Service's
+// ClusterIPs, its status, and the slices.
+func firstImport(name string, slices ...string) []string {
+	out := []string{
+		"create serviceimports demo/" + name,
+		"create services demo/derived-" + name,
+		"update serviceimports demo/" + name,
+		"update serviceimports/status demo/" + name,
+	}
+	for _, s := range slices {
+		out = append(out, "create endpointslices demo/"+s)
+	}
+	return out
+}
+
+// Story 1: foo runs in member1 only; a MultiClusterService provides it to
+// member2, LocalFirst. member2 lacks the namespace and gets it.
+func TestStoryOne(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, false)},
+		m1:  {service("foo", false, t0), slice("foo", "foo-abc", 1, "10.1.0.1", "10.1.0.2")},
+	})
+	expect(t, "first sync", f.sync("demo/foo"), writes{hub: {"update multiclusterservices demo/foo"}})
+	if !slices.Contains(f.mcsOf("foo").Finalizers, v1alpha1.Finalizer) {
+		t.Fatalf("finalizers %v, want %s", f.mcsOf("foo").Finalizers, v1alpha1.Finalizer)
+	}
+	expect(t, "second sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  append([]string{"create namespaces demo"}, firstImport("foo", "imported-member1-foo-abc")...),
+	})
+
+	imp, derived := f.importOf(m2, "foo"), f.serviceOf(m2, "derived-foo")
+	if imp.Annotations[api.AnnotationStrategy] != string(api.LocalFirst) || imp.Labels[api.LabelManagedBy] != api.ManagedBy {
+		t.Errorf("ServiceImport metadata %v %v, want strategy LocalFirst and the managed-by label", imp.Labels, imp.Annotations)
+	}
+	if imp.Spec.Type != mcsv1b1.ClusterSetIP || len(imp.Spec.IPs) != 1 || !slices.Equal(imp.Spec.IPs, derived.Spec.ClusterIPs) {
+		t.Errorf("ServiceImport spec %+v, want ClusterSetIP with the derived ClusterIPs %v", imp.Spec, derived.Spec.ClusterIPs)
+	}
+	if !slices.Equal(imp.Status.Clusters, []mcsv1b1.ClusterStatus{{Cluster: m1}}) {
+		t.Errorf("status.clusters %v, want [member1]", imp.Status.Clusters)
+	}
+	if derived.Spec.Selector != nil || len(derived.OwnerReferences) != 1 || derived.OwnerReferences[0].UID != imp.UID ||
+		derived.OwnerReferences[0].APIVersion != mcsv1b1.SchemeGroupVersion.String() {
+		t.Errorf("derived Service selector %v owners %v, want none and the v1beta1 ServiceImport", derived.Spec.Selector, derived.OwnerReferences)
+	}
+	s := f.sliceOf(m2, "imported-member1-foo-abc")
+	if s.Labels[mcsv1b1.LabelSourceCluster] != m1 || s.Labels["kubernetes.io/service-name"] != "derived-foo" ||
+		s.Annotations[api.AnnotationSourceGeneration] != "1" || len(s.Endpoints) != 2 || s.OwnerReferences[0].UID != imp.UID {
+		t.Errorf("imported slice %+v", s)
+	}
+	want := map[string]string{
+		v1alpha1.ServiceApplied:         "True/NoHubService",
+		v1alpha1.EndpointSliceCollected: "True/Collected",
+		v1alpha1.EndpointSliceApplied:   "True/Applied",
+	}
+	if got := conds(f.mcsOf("foo").Status.Conditions); !cmp.Equal(got, want) {
+		t.Errorf("conditions %v, want %v", got, want)
+	}
+
+	expect(t, "a sync over what it wrote", f.sync("demo/foo"), writes{})
+
+	// A source slice change is one slice write in the consumer.
+	f.change(m1, slice("foo", "foo-abc", 2, "10.1.0.1", "10.1.0.2", "10.1.0.3"), "update")
+	expect(t, "after a source change", f.sync("demo/foo"), writes{m2: {"update endpointslices demo/imported-member1-foo-abc"}})
+	if s := f.sliceOf(m2, "imported-member1-foo-abc"); len(s.Endpoints) != 3 || s.Annotations[api.AnnotationSourceGeneration] != "2" {
+		t.Errorf("imported slice after the change: %d endpoints, generation %s", len(s.Endpoints), s.Annotations[api.AnnotationSourceGeneration])
+	}
+
+	f.restart()
+	expect(t, "after a restart", f.sync("demo/foo"), writes{})
+}
+
+// Story 2: foo runs in member1 and member2, RemoteAndLocal, every member
+// consumes: each gets both clusters' slices; member2's own Service is
+// left as it is.
+func TestStoryTwo(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, nil, nil, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-abc", 1, "10.1.0.1")},
+		m2:  {ns1(), service("foo", false, t0.Add(time.Hour)), slice("foo", "foo-xyz", 1, "10.2.0.1")},
+		m3:  {ns1()},
+	})
+	ownVersion := f.serviceOf(m2, "foo").ResourceVersion
+	both := firstImport("foo", "imported-member1-foo-abc", "imported-member2-foo-xyz")
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m1:  both, m2: both, m3: both,
+	})
+	if own := f.serviceOf(m2, "foo"); own.Labels[api.LabelManagedBy] != "" || own.ResourceVersion != ownVersion {
+		t.Errorf("member2's own Service was written: %+v", own.ObjectMeta)
+	}
+	if imp := f.importOf(m3, "foo"); imp.Annotations[api.AnnotationStrategy] != string(api.RemoteAndLocal) ||
+		!slices.Equal(imp.Status.Clusters, []mcsv1b1.ClusterStatus{{Cluster: m1}, {Cluster: m2}}) {
+		t.Errorf("member3's import %+v", imp)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+	f.restart()
+	expect(t, "after a restart", f.sync("demo/foo"), writes{})
+}
+
+func ns1() runtime.Object {
+	return &corev1.Namespace{ObjectMeta: metaName(ns)}
+}
+
+func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// The MCS API flow: a ServiceExport in member1 imports serve into every
+// member without native names; member3's own ServiceImport (the MCS API's
+// manual import) is filled and kept; the export gets its conditions.
+// Deleting the export removes what it caused and empties the user's import.
+func TestServiceExportFlow(t *testing.T) {
+	user := &mcsv1b1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: "serve", Namespace: ns, UID: "user-import"},
+		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, Ports: []mcsv1b1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	f := newFixture(t, world{
+		m1: {ns1(), service("serve", false, t0), slice("serve", "serve-1", 1, "10.1.0.1"), export("serve", t0)},
+		m2: {ns1()},
+		m3: {ns1(), user},
+	})
+	all := firstImport("serve", "imported-member1-serve-1")
+	expect(t, "sync", f.sync("demo/serve"), writes{
+		m1: append(all, "update serviceexports/status demo/serve"),
+		m2: all,
+		m3: { // the user's import is filled in
+			"create services demo/derived-serve",
+			"update serviceimports demo/serve",
+			"update serviceimports/status demo/serve",
+			"create endpointslices demo/imported-member1-serve-1",
+		},
+	})
+	for _, c := range memberNames {
+		imp := f.importOf(c, "serve")
+		if _, ok := imp.Annotations[api.AnnotationStrategy]; ok || len(imp.Spec.IPs) != 1 || len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Name != "http" {
+			t.Errorf("%s: ServiceImport %+v, want no strategy, the derived IP and port http", c, imp)
+		}
+	}
+	if imp := f.importOf(m3, "serve"); imp.Labels[api.LabelManagedBy] != "" || imp.UID != "user-import" {
+		t.Errorf("the user's ServiceImport became the controller's: %+v", imp.ObjectMeta)
+	}
+	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "serve", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"Valid": "True/Valid", "Ready": "True/Exported", "Conflict": "False/NoConflicts"}
+	if got := conds(exp.Status.Conditions); !cmp.Equal(got, want) {
+		t.Errorf("ServiceExport conditions %v, want %v", got, want)
+	}
+	expect(t, "again", f.sync("demo/serve"), writes{})
+
+	f.change(m1, export("serve", t0), "delete")
+	gone := []string{"delete endpointslices demo/imported-member1-serve-1", "delete services demo/derived-serve", "delete serviceimports demo/serve"}
+	expect(t, "after the export is deleted", f.sync("demo/serve"), writes{
+		m1: gone, m2: gone,
+		m3: {"delete endpointslices demo/imported-member1-serve-1", "delete services demo/derived-serve", "update serviceimports demo/serve", "update serviceimports/status demo/serve"},
+	})
+	if imp := f.importOf(m3, "serve"); len(imp.Spec.IPs) > 0 || len(imp.Status.Clusters) > 0 || len(imp.Spec.Ports) != 1 {
+		t.Errorf("the user's ServiceImport after the export went: %+v, want its ports, no IPs, no clusters", imp)
+	}
+	expect(t, "again", f.sync("demo/serve"), writes{})
+}
+
+// A member serving only the MCS API's v1alpha1 gets its ServiceImport in
+// that version, and its ServiceExport status too.
+func TestAlphaMember(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("serve", false, t0), slice("serve", "serve-1", 1, "10.1.0.1"), export("serve", t0)},
+		m2: {ns1()}, m3: {ns1()},
+	}, m1, m2)
+	all := firstImport("serve", "imported-member1-serve-1")
+	expect(t, "sync", f.sync("demo/serve"), writes{m1: append(all, "update serviceexports/status demo/serve"), m2: all, m3: all})
+	for c, version := range map[string]string{m2: "multicluster.x-k8s.io/v1alpha1", m3: "multicluster.x-k8s.io/v1beta1"} {
+		if owner := f.serviceOf(c, "derived-serve").OwnerReferences[0]; owner.APIVersion != version || owner.UID != f.importOf(c, "serve").UID {
+			t.Errorf("%s: derived-serve's owner %+v, want the %s ServiceImport", c, owner, version)
+		}
+	}
+	expect(t, "again", f.sync("demo/serve"), writes{})
+	f.restart()
+	expect(t, "after a restart", f.sync("demo/serve"), writes{})
+}
+
+// Headless services keep their type, and each endpoint's hostname.
+func TestHeadless(t *testing.T) {
+	src := slice("web", "web-1", 1, "10.1.0.1", "10.1.0.2")
+	src.Endpoints[0].Hostname, src.Endpoints[1].Hostname = ptr.To("web-0"), ptr.To("web-1")
+	f := newFixture(t, world{
+		hub: {multiClusterService("web", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {service("web", true, t0), src},
+		m2:  {ns1()},
+	})
+	expect(t, "sync", f.sync("demo/web"), writes{
+		hub: {"update multiclusterservices/status demo/web"},
+		// No spec.ips to fill in from a headless derived Service.
+		m2: {"create serviceimports demo/web", "create services demo/derived-web", "update serviceimports/status demo/web", "create endpointslices demo/imported-member1-web-1"},
+	})
+	imp, derived := f.importOf(m2, "web"), f.serviceOf(m2, "derived-web")
+	if imp.Spec.Type != mcsv1b1.Headless || len(imp.Spec.IPs) != 0 || derived.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("import %+v, derived clusterIP %q: want headless", imp.Spec, derived.Spec.ClusterIP)
+	}
+	if s := f.sliceOf(m2, "imported-member1-web-1"); ptr.Deref(s.Endpoints[1].Hostname, "") != "web-1" {
+		t.Errorf("imported endpoints %+v, want the hostnames", s.Endpoints)
+	}
+	expect(t, "again", f.sync("demo/web"), writes{})
+}
+
+// Changing the consumption list moves the imports; deleting the
+// MultiClusterService removes all it made, lets it go, and leaves the
+// user's objects alone.
+func TestMoveAndDelete(t *testing.T) {
+	mine := slice("mine", "mine", 1, "10.13.9.9")
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+		m3:  {ns1(), service("mine", false, t0), mine},
+	})
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  firstImport("foo", "imported-member1-foo-1"),
+	})
+
+	f.change(hub, multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m3}, true), "update")
+	expect(t, "moved to member3", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  {"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "delete serviceimports demo/foo"},
+		m3:  firstImport("foo", "imported-member1-foo-1"),
+	})
+
+	gone := f.mcsOf("foo")
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f.change(hub, gone, "update")
+	expect(t, "deleted", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices demo/foo"}, // the finalizer goes
+		m3:  {"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "delete serviceimports demo/foo"},
+	})
+	if fin := f.mcsOf("foo").Finalizers; len(fin) != 0 {
+		t.Errorf("finalizers %v, want none", fin)
+	}
+	f.sliceOf(m3, "mine")
+	f.serviceOf(m3, "mine")
+}
+
+// A user's derived-<svc> in the way is left alone and reported, and the
+// other consumer is still served.
+func TestDerivedInTheWay(t *testing.T) {
+	users := service("derived-bar", false, t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}, true)},
+		m1:  {ns1(), service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.1")},
+		m2:  {ns1(), users},
+		m3:  {ns1()},
+	})
+	expect(t, "sync", f.sync("demo/bar"), writes{
+		hub: {"update multiclusterservices/status demo/bar"},
+		m2:  {"create serviceimports demo/bar"},
+		m3:  firstImport("bar", "imported-member1-bar-1"),
+	})
+	c := meta.FindStatusCondition(f.mcsOf("bar").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonApplyFailed || !strings.Contains(c.Message, "member2: Service demo/derived-bar exists and is not managed by") {
+		t.Errorf("EndpointSliceApplied %+v, want False naming member2's derived-bar", c)
+	}
+	if got := f.serviceOf(m2, "derived-bar"); got.Labels[api.LabelManagedBy] != "" || got.Spec.Selector["app"] != "derived-bar" {
+		t.Errorf("the user's derived-bar was changed: %+v", got)
+	}
+	expect(t, "again: nothing more", f.sync("demo/bar"), writes{})
+
+	// When the user's goes, the controller's takes the name at once: its
+	// deletion queues the service, however far the failing sync backed off.
+	for range 10 {
+		f.c.queue.AddRateLimited("demo/bar")
+	}
+	f.change(m2, users, "delete")
+	if !queued(f.c, "demo/bar") {
+		t.Fatalf("deleting the user's derived-bar did not queue demo/bar at once")
+	}
+	expect(t, "taken over", f.sync("demo/bar"), writes{
+		m2:  {"create services demo/derived-bar", "update serviceimports demo/bar", "update serviceimports/status demo/bar", "create endpointslices demo/imported-member1-bar-1"},
+		hub: {"update multiclusterservices/status demo/bar"},
+	})
+}
+
+// queued reports whether key is in the queue now, not waiting out a
+// back-off.
+func queued(c *Controller, key string) bool {
+	for c.queue.Len() > 0 {
+		k, _ := c.queue.Get()
+		c.queue.Done(k)
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// A typo in the spec is reported, and changes nothing already synced.
+func TestInvalidSpec(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+	})
+	f.sync("demo/foo")
+	f.change(hub, multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}, true), "update")
+	expect(t, "typo", f.sync("demo/foo"), writes{hub: {"update multiclusterservices/status demo/foo"}})
+	for _, typ := range []string{v1alpha1.ServiceApplied, v1alpha1.EndpointSliceCollected, v1alpha1.EndpointSliceApplied} {
+		c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, typ)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonInvalidSpec || !strings.Contains(c.Message, `unknown cluster "member22"`) {
+			t.Errorf("%s = %+v, want False InvalidSpec naming member22", typ, c)
+		}
+	}
+	f.sliceOf(m2, "imported-member1-foo-1") // still there
+	// Source changes are not followed while the spec is invalid.
+	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
+	expect(t, "a change while invalid", f.sync("demo/foo"), writes{})
+	awaitEvent(t, f, "foo", reasonInvalidSpec)
+}
+
+// awaitEvent waits for an Event of reason on MultiClusterService name:
+// events are sent apart from the status.
+func awaitEvent(t *testing.T, f *fixture, name, reason string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := f.hubKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(list.Items, func(e corev1.Event) bool { return e.InvolvedObject.Name == name && e.Reason == reason }), nil
+	})
+	if err != nil {
+		t.Errorf("no %s Event on %s: %v", reason, name, err)
+	}
+}
+
+// Two providers disagree on a port's number: the older export wins, the
+// newer one gets Conflict=True, and both clusters' endpoints are imported.
+func TestPortConflict(t *testing.T) {
+	newer := service("foo", false, t0.Add(time.Hour))
+	newer.Spec.Ports[0].Port = 81
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1(), newer, slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0.Add(time.Hour))},
+		m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	exp, err := f.mcs[m2].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(exp.Status.Conditions, "Conflict"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" {
+		t.Errorf("member2's Conflict condition %+v, want True PortConflict", c)
+	}
+	imp := f.importOf(m3, "foo")
+	if len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Port != 80 || len(imp.Status.Clusters) != 2 {
+		t.Errorf("import %+v, want member1's port 80 and both clusters", imp)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+}
