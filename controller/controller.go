@@ -90,7 +90,7 @@ func New(opts Options) *Controller {
 	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
 
 	dyn := dynamicinformer.NewDynamicSharedInformerFactory(opts.HubDyn, 0)
-	c.mcs = dyn.ForResource(v1alpha1.Resource).Informer()
+	c.mcs = dyn.ForResource(v1alpha1.MultiClusterServiceResource).Informer()
 	utilruntime.Must(c.mcs.SetTransform(toMCS))
 	kube := informers.NewSharedInformerFactory(opts.HubKube, 0)
 	c.hubServices = kube.Core().V1().Services().Informer()

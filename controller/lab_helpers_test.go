@@ -175,7 +175,7 @@ func getExport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mc
 }
 
 func getMCS(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {
-	return get(ctx, t, labtest.Hub, v1alpha1.Resource, ns, name, &v1alpha1.MultiClusterService{})
+	return get(ctx, t, labtest.Hub, v1alpha1.MultiClusterServiceResource, ns, name, &v1alpha1.MultiClusterService{})
 }
 
 // get reads a custom resource of cluster into out.

@@ -180,7 +180,7 @@ func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterSe
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
 	u.SetKind("MultiClusterService")
-	client := c.opts.HubDyn.Resource(v1alpha1.Resource).Namespace(mcs.Namespace)
+	client := c.opts.HubDyn.Resource(v1alpha1.MultiClusterServiceResource).Namespace(mcs.Namespace)
 	verb := "update"
 	if status {
 		verb = "update-status"
