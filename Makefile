@@ -24,10 +24,28 @@ images:
 	  -repo $(IMAGE_REPO) -version $(VERSION) -revision $$(git rev-parse HEAD)
 
 # The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
-# (controller-gen from api/codegen/go.mod); a unit test fails when they are stale.
+# (controller-gen), then the typed clientset (with its fake), listers and
+# shared informers of api/client (client-gen, lister-gen, informer-gen); the
+# generators are built from api/codegen/go.mod, and a unit test fails when
+# anything they make is stale. The generated client trees are removed first
+# so that nothing they no longer make survives.
+MODULE := github.com/coredns-mcs/coredns-mcs
+API_PKG := $(MODULE)/api
+CLIENT_PKG := $(API_PKG)/client
+CODEGEN_HEADER := api/codegen/boilerplate.go.txt
 generate:
 	$(GO) build -C api/codegen -o $(CURDIR)/_output/bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	$(GO) build -C api/codegen -o $(CURDIR)/_output/bin/ k8s.io/code-generator/cmd/client-gen k8s.io/code-generator/cmd/lister-gen k8s.io/code-generator/cmd/informer-gen
 	_output/bin/controller-gen object crd paths=./api/... output:crd:dir=deploy/crds
+	rm -rf api/client/clientset api/client/listers api/client/informers
+	_output/bin/client-gen --go-header-file $(CODEGEN_HEADER) --clientset-name versioned \
+	  --input-base $(MODULE) --input api/v1alpha1 \
+	  --output-dir api/client/clientset --output-pkg $(CLIENT_PKG)/clientset
+	_output/bin/lister-gen --go-header-file $(CODEGEN_HEADER) \
+	  --output-dir api/client/listers --output-pkg $(CLIENT_PKG)/listers $(API_PKG)/v1alpha1
+	_output/bin/informer-gen --go-header-file $(CODEGEN_HEADER) \
+	  --versioned-clientset-package $(CLIENT_PKG)/clientset/versioned --listers-package $(CLIENT_PKG)/listers \
+	  --output-dir api/client/informers --output-pkg $(CLIENT_PKG)/informers $(API_PKG)/v1alpha1
 
 # Unit tests first (no lab), then a short fuzz run of every fuzz target, then
 # everything that needs the lab, one package at a time so they share one lab.

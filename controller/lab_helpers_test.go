@@ -18,11 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller"
 	"github.com/coredns-mcs/coredns-mcs/controller/leases"
@@ -73,7 +73,7 @@ func start(t *testing.T, kubeconfig string, namespaces ...string) (stop func()) 
 		t.Fatal(err)
 	}
 	c := controller.New(controller.Options{
-		HubKube: kubernetes.NewForConfigOrDie(hub), HubDyn: dynamic.NewForConfigOrDie(hub),
+		HubKube: kubernetes.NewForConfigOrDie(hub), HubMCS: mcsclient.NewForConfigOrDie(hub),
 		Members: reg, Namespaces: namespaces, Workers: 4,
 	})
 	renewer := &leases.Renewer{Members: reg, Holder: t.Name(), Duration: 20 * time.Second, Every: 5 * time.Second}
@@ -175,7 +175,7 @@ func getExport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mc
 }
 
 func getMCS(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {
-	return get(ctx, t, labtest.Hub, v1alpha1.Resource, ns, name, &v1alpha1.MultiClusterService{})
+	return get(ctx, t, labtest.Hub, v1alpha1.MultiClusterServiceResource, ns, name, &v1alpha1.MultiClusterService{})
 }
 
 // get reads a custom resource of cluster into out.

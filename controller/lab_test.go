@@ -265,7 +265,7 @@ func TestMoveAndDelete(t *testing.T) {
 		return err
 	})
 
-	if err := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{}); err != nil {
+	if err := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	labtest.Eventually(t, wait, func(ctx context.Context) error {

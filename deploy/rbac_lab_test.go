@@ -227,7 +227,7 @@ func expectSynced(t *testing.T, ns string) {
 	t.Helper()
 	l := labtest.Get(t)
 	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		m, err := l.Dynamic(t, hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, "foo", metav1.GetOptions{})
+		m, err := l.Dynamic(t, hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Get(ctx, "foo", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

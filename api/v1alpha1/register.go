@@ -11,8 +11,15 @@ import (
 // SchemeGroupVersion is the group and version of this package's types.
 var SchemeGroupVersion = schema.GroupVersion{Group: api.GroupName, Version: "v1alpha1"}
 
-// Resource is the MultiClusterService resource, for dynamic clients.
-var Resource = SchemeGroupVersion.WithResource("multiclusterservices")
+// MultiClusterServiceResource is the MultiClusterService resource, for
+// dynamic clients.
+var MultiClusterServiceResource = SchemeGroupVersion.WithResource("multiclusterservices")
+
+// Resource qualifies a resource name of this package with its group, as the
+// generated listers' not-found errors need.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
 
 // Finalizer holds a MultiClusterService until what it created is removed.
 const Finalizer = api.GroupName + "/cleanup"

@@ -11,6 +11,7 @@ import (
 // clusters are imported into its consumption clusters, where coredns-mcs
 // answers the service's native cluster.local name by Strategy.
 //
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcsvc,categories=mcs

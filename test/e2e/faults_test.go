@@ -233,7 +233,7 @@ func provideFoo(t *testing.T, ns string, endpoints *server, addrs1 ...string) []
 
 // multiClusterService reads the hub's MultiClusterService.
 func multiClusterService(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {
-	u, err := labtest.Get(t).Dynamic(t, labtest.Hub).Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	u, err := labtest.Get(t).Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -259,7 +259,7 @@ func (w *world) list(ctx context.Context) (*present, error) {
 	for i := range eps.Items {
 		have.slices[eps.Items[i].Name] = &eps.Items[i]
 	}
-	mcs, err := w.hubDyn.Resource(v1alpha1.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+	mcs, err := w.hubDyn.Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing multiclusterservices in %s/%s: %w", hubCluster, ns, err)
 	}
@@ -399,7 +399,7 @@ func (w *world) createMCS(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.hubDyn.Resource(v1alpha1.Resource).Namespace(w.opts.namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
+	_, err = w.hubDyn.Resource(v1alpha1.MultiClusterServiceResource).Namespace(w.opts.namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
 	if ignoreExists(err) != nil {
 		return fmt.Errorf("creating multiclusterservice %s/%s on the hub: %w", w.opts.namespace, name, err)
 	}
@@ -439,7 +439,7 @@ func (w *world) cleanup(procs *processes) error {
 // the finalizers are removed here: what it wrote into the consumers then
 // goes with their namespaces.
 func (w *world) deleteMCS(ctx context.Context, procs *processes) error {
-	client := w.hubDyn.Resource(v1alpha1.Resource).Namespace(w.opts.namespace)
+	client := w.hubDyn.Resource(v1alpha1.MultiClusterServiceResource).Namespace(w.opts.namespace)
 	list, err := client.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing multiclusterservices on the hub: %w", err)
