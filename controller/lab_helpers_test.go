@@ -47,14 +47,7 @@ const syncWait = 3 * time.Minute
 // read from ns on the hub.
 func run(t *testing.T, ns string) {
 	t.Helper()
-	runStoppable(t, ns)
-}
-
-// runStoppable is run, returning a function that stops the controller
-// before the test ends.
-func runStoppable(t *testing.T, ns string) (stop func()) {
-	t.Helper()
-	return start(t, labtest.Get(t).MembersKubeconfig(t), ns)
+	start(t, labtest.Get(t).MembersKubeconfig(t), ns)
 }
 
 // start runs the controller limited to namespaces, with the members of
@@ -168,10 +161,6 @@ func importsFrom(ctx context.Context, t *testing.T, provider string, n int, ns, 
 
 func getImport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceImport, error) {
 	return get(ctx, t, cluster, mcsv1b1.SchemeGroupVersion.WithResource("serviceimports"), ns, name, &mcsv1b1.ServiceImport{})
-}
-
-func getExport(ctx context.Context, t *testing.T, cluster, ns, name string) (*mcsv1b1.ServiceExport, error) {
-	return get(ctx, t, cluster, mcsv1b1.SchemeGroupVersion.WithResource("serviceexports"), ns, name, &mcsv1b1.ServiceExport{})
 }
 
 func getMCS(ctx context.Context, t *testing.T, ns, name string) (*v1alpha1.MultiClusterService, error) {

@@ -130,6 +130,11 @@ func TestStoryTwo(t *testing.T) {
 		t.Errorf("member3's import %+v", imp)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	f.change(m1, slice("foo", "foo-abc", 2, "10.1.0.1", "10.1.0.9"), "update")
+	one := []string{"update endpointslices demo/imported-member1-foo-abc"}
+	expect(t, "after a source change", f.sync("demo/foo"), writes{m1: one, m2: one, m3: one})
+
 	f.restart()
 	expect(t, "after a restart", f.sync("demo/foo"), writes{})
 }
