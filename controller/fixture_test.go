@@ -65,15 +65,16 @@ type fixture struct {
 	reg  *members.Registry
 	stop context.CancelFunc
 
-	mu  sync.Mutex
-	log map[string][]clienttesting.Action // writes by cluster, in order
+	mu   sync.Mutex
+	log  map[string][]clienttesting.Action // writes by cluster, in order
+	down map[string]bool                   // members whose probes fail
 }
 
 func newFixture(t *testing.T, w world, alpha ...string) *fixture {
 	t.Helper()
 	// mcs-api's fake cannot stream a list to an informer.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	f := &fixture{t: t, log: map[string][]clienttesting.Action{}, kube: map[string]*k8sfake.Clientset{}, mcs: map[string]*mcsapifake.Clientset{}, alpha: map[string]bool{}}
+	f := &fixture{t: t, log: map[string][]clienttesting.Action{}, down: map[string]bool{}, kube: map[string]*k8sfake.Clientset{}, mcs: map[string]*mcsapifake.Clientset{}, alpha: map[string]bool{}}
 	var rv atomic.Int64
 	// An API server gives every object a resourceVersion.
 	for _, objs := range w {
@@ -110,7 +111,7 @@ func (f *fixture) start() {
 	}
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
-		Ready: func(context.Context, *members.Member) error { return nil },
+		Ready: f.ready,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +136,32 @@ func (f *fixture) start() {
 	}
 	if ok, pending := reg.Settled(); !ok {
 		t.Fatalf("members not settled: %s", pending)
+	}
+}
+
+// ready is the probe of a fake member: it answers unless it is down.
+func (f *fixture) ready(_ context.Context, m *members.Member) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[m.Name] {
+		return fmt.Errorf("dial tcp: connection refused")
+	}
+	return nil
+}
+
+// setDown makes a member's probes fail or succeed, and waits until the
+// registry says so.
+func (f *fixture) setDown(name string, down bool) {
+	f.t.Helper()
+	f.mu.Lock()
+	f.down[name] = down
+	f.mu.Unlock()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		ok, _ := f.member(name).Reachable()
+		return ok == !down, nil
+	})
+	if err != nil {
+		f.t.Fatalf("%s never became reachable=%v", name, !down)
 	}
 }
 

@@ -396,3 +396,72 @@ func TestPortConflict(t *testing.T) {
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
 }
+
+// The hub's Service is propagated to provision and consumption clusters,
+// never over a member's own Service, and follows the hub's changes.
+func TestHubServicePropagated(t *testing.T) {
+	hubSvc := service("foo", false, t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true), hubSvc},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+	})
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  append([]string{"create services demo/foo"}, firstImport("foo", "imported-member1-foo-1")...),
+	})
+	if got := f.serviceOf(m2, "foo"); got.Labels[api.LabelManagedBy] != api.ManagedBy || got.Spec.Selector["app"] != "foo" {
+		t.Errorf("propagated Service %+v", got)
+	}
+	if c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.ServiceApplied); c == nil || c.Reason != reasonApplied {
+		t.Errorf("ServiceApplied %+v, want Applied", c)
+	}
+	changed := hubSvc.DeepCopy()
+	changed.Spec.Ports[0].Port = 8080
+	changed.ResourceVersion = ""
+	if err := f.hubKube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("services"), changed, ns); err != nil {
+		t.Fatal(err)
+	}
+	awaitHubService(t, f, 8080)
+	expect(t, "after the hub's change", f.sync("demo/foo"), writes{m2: {"update services demo/foo"}})
+	if got := f.serviceOf(m2, "foo").Spec.Ports[0].Port; got != 8080 {
+		t.Errorf("propagated port %d, want 8080", got)
+	}
+}
+
+func awaitHubService(t *testing.T, f *fixture, port int32) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		obj, ok, _ := f.c.hubServices.GetStore().GetByKey("demo/foo")
+		return ok && obj.(*corev1.Service).Spec.Ports[0].Port == port, nil
+	})
+	if err != nil {
+		t.Fatal("the hub's Service change never reached the cache")
+	}
+}
+
+// A consumer that cannot be reached is named in the conditions and not
+// written to; its imports stay; it is synced when it answers again.
+func TestUnreachableConsumer(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()}, m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	f.setDown(m3, true)
+	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
+	expect(t, "member3 down", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  {"update endpointslices demo/imported-member1-foo-1"},
+	})
+	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonClusterUnreachable || !strings.Contains(c.Message, "member3 is unreachable") {
+		t.Errorf("EndpointSliceApplied %+v, want False ClusterUnreachable naming member3", c)
+	}
+	f.setDown(m3, false)
+	expect(t, "member3 back", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m3:  {"update endpointslices demo/imported-member1-foo-1"},
+	})
+}
