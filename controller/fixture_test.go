@@ -270,46 +270,15 @@ func (f *fixture) sync(key string) map[string][]string {
 func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
 	f.t.Helper()
 	var err error
-	ctx := context.Background()
 	switch o := obj.(type) {
 	case *discoveryv1.EndpointSlice:
-		c := f.kube[cluster].DiscoveryV1().EndpointSlices(o.Namespace)
-		switch verb {
-		case "create":
-			_, err = c.Create(ctx, o, metav1.CreateOptions{})
-		case "update":
-			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
-		default:
-			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		}
+		err = write(f.kube[cluster].DiscoveryV1().EndpointSlices(o.Namespace), verb, o, o.Name)
 	case *corev1.Service:
-		c := f.kube[cluster].CoreV1().Services(o.Namespace)
-		switch verb {
-		case "create":
-			_, err = c.Create(ctx, o, metav1.CreateOptions{})
-		case "update":
-			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
-		default:
-			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		}
+		err = write(f.kube[cluster].CoreV1().Services(o.Namespace), verb, o, o.Name)
 	case *mcsv1b1.ServiceExport:
-		c := f.mcs[cluster].MulticlusterV1beta1().ServiceExports(o.Namespace)
-		switch verb {
-		case "create":
-			_, err = c.Create(ctx, o, metav1.CreateOptions{})
-		default:
-			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		}
+		err = write(f.mcs[cluster].MulticlusterV1beta1().ServiceExports(o.Namespace), verb, o, o.Name)
 	case *v1alpha1.MultiClusterService:
-		c := f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace)
-		switch verb {
-		case "create":
-			_, err = c.Create(ctx, o, metav1.CreateOptions{})
-		case "update":
-			_, err = c.Update(ctx, o, metav1.UpdateOptions{})
-		default:
-			err = c.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		}
+		err = write(f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace), verb, o, o.Name)
 	default:
 		f.t.Fatalf("change: %T is not handled", obj)
 	}
@@ -319,6 +288,27 @@ func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
 	for _, a := range f.writes()[cluster] {
 		f.awaitCached(cluster, a)
 	}
+}
+
+// typedClient is what every typed client of client-gen has.
+type typedClient[T any] interface {
+	Create(context.Context, *T, metav1.CreateOptions) (*T, error)
+	Update(context.Context, *T, metav1.UpdateOptions) (*T, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
+func write[T any](c typedClient[T], verb string, obj *T, name string) error {
+	ctx := context.Background()
+	var err error
+	switch verb {
+	case "create":
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	case "update":
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	default:
+		err = c.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return err
 }
 
 // writes are the writes since the last call, by cluster; Events are left
@@ -338,38 +328,33 @@ func describe(a clienttesting.Action) string {
 	if sub := a.GetSubresource(); sub != "" {
 		res += "/" + sub
 	}
-	name := ""
-	switch a := a.(type) {
-	case clienttesting.CreateAction:
-		m, _ := meta.Accessor(a.GetObject())
-		name = m.GetName()
-	case clienttesting.UpdateAction:
-		m, _ := meta.Accessor(a.GetObject())
-		name = m.GetName()
-	case clienttesting.DeleteAction:
-		name = a.GetName()
-	}
+	name := nameOf(a)
 	if ns := a.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
 	return a.GetVerb() + " " + res + " " + name
 }
 
+// nameOf is the name of the object a write acts on.
+func nameOf(a clienttesting.Action) string {
+	switch a := a.(type) {
+	case clienttesting.CreateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		return m.GetName()
+	case clienttesting.UpdateAction:
+		m, _ := meta.Accessor(a.GetObject())
+		return m.GetName()
+	case clienttesting.DeleteAction:
+		return a.GetName()
+	}
+	return ""
+}
+
 // awaitCached waits until the controller's caches hold the object action
 // wrote as the fake holds it now.
 func (f *fixture) awaitCached(cluster string, a clienttesting.Action) {
 	f.t.Helper()
-	name := ""
-	switch a := a.(type) {
-	case clienttesting.CreateAction:
-		m, _ := meta.Accessor(a.GetObject())
-		name = m.GetName()
-	case clienttesting.UpdateAction:
-		m, _ := meta.Accessor(a.GetObject())
-		name = m.GetName()
-	case clienttesting.DeleteAction:
-		name = a.GetName()
-	}
+	name := nameOf(a)
 	want := "" // absent
 	if obj, err := f.tracker(cluster, a.GetResource().Resource).Get(a.GetResource(), a.GetNamespace(), name); err == nil {
 		m, _ := meta.Accessor(obj)
@@ -516,42 +501,38 @@ func multiClusterService(name string, strategy api.Strategy, provision, consumpt
 // importOf, serviceOf, sliceOf and mcsOf read an object back from a fake.
 func (f *fixture) importOf(cluster, name string) *mcsv1b1.ServiceImport {
 	f.t.Helper()
-	i, err := f.mcs[cluster].MulticlusterV1beta1().ServiceImports(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if f.alpha[cluster] {
-		a, aerr := f.mcs[cluster].MulticlusterV1alpha1().ServiceImports(ns).Get(context.Background(), name, metav1.GetOptions{})
-		i, err = mcsapi.ImportToBeta(a), aerr
+		return mcsapi.ImportToBeta(get(f.t, f.mcs[cluster].MulticlusterV1alpha1().ServiceImports(ns), cluster, name))
 	}
-	if err != nil {
-		f.t.Fatalf("ServiceImport %s in %s: %v", name, cluster, err)
-	}
-	return i
+	return get(f.t, f.mcs[cluster].MulticlusterV1beta1().ServiceImports(ns), cluster, name)
 }
 
 func (f *fixture) serviceOf(cluster, name string) *corev1.Service {
 	f.t.Helper()
-	s, err := f.kube[cluster].CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatalf("Service %s in %s: %v", name, cluster, err)
-	}
-	return s
+	return get(f.t, f.kube[cluster].CoreV1().Services(ns), cluster, name)
 }
 
 func (f *fixture) sliceOf(cluster, name string) *discoveryv1.EndpointSlice {
 	f.t.Helper()
-	s, err := f.kube[cluster].DiscoveryV1().EndpointSlices(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatalf("EndpointSlice %s in %s: %v", name, cluster, err)
-	}
-	return s
+	return get(f.t, f.kube[cluster].DiscoveryV1().EndpointSlices(ns), cluster, name)
 }
 
 func (f *fixture) mcsOf(name string) *v1alpha1.MultiClusterService {
 	f.t.Helper()
-	m, err := f.hubMCS.McsV1alpha1().MultiClusterServices(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return get(f.t, f.hubMCS.McsV1alpha1().MultiClusterServices(ns), hub, name)
+}
+
+type getter[T any] interface {
+	Get(context.Context, string, metav1.GetOptions) (*T, error)
+}
+
+func get[T any](t *testing.T, c getter[T], cluster, name string) *T {
+	t.Helper()
+	o, err := c.Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		f.t.Fatalf("MultiClusterService %s: %v", name, err)
+		t.Fatalf("%s: %T %s: %v", cluster, o, name, err)
 	}
-	return m
+	return o
 }
 
 // conds are a MultiClusterService's or ServiceExport's conditions as
