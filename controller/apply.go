@@ -288,7 +288,6 @@ func samePorts(a, b []corev1.ServicePort) bool {
 	})
 }
 
-
 // syncSlices writes the imported slices that differ, and deletes the ones
 // no longer wanted, except those from members whose caches have not
 // synced: nothing is deleted because a source cannot be seen.

@@ -451,7 +451,7 @@ func service(name string, headless bool, created time.Time) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("svc-" + name), CreationTimestamp: metav1.NewTime(created)},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": name},
-			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			Ports:     []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
 			ClusterIP: "10.96.1.1", ClusterIPs: []string{"10.96.1.1"},
 		},
 	}
