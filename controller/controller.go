@@ -121,7 +121,6 @@ func (c *Controller) Handlers() members.Handlers {
 // Run starts the hub informers and workers, and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
 	defer c.shutdown()
 	if err := c.start(ctx); err != nil {
 		return err
@@ -133,7 +132,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	klog.InfoS("Started workers", "workers", max(1, c.opts.Workers))
 	<-ctx.Done()
-	c.queue.ShutDown()
+	c.queue.ShutDown() // the workers return
 	wg.Wait()
 	return nil
 }
