@@ -15,8 +15,15 @@ const (
 	// ManagedBy is the value of the managed-by label
 	// (endpointslice.kubernetes.io/managed-by on imported EndpointSlices,
 	// LabelManagedBy on everything else) on every object mcs-controller
-	// writes. The controller changes and deletes only objects carrying it (or
-	// owned by one that does), and never collects a slice that carries it.
+	// creates. Of Services, ServiceImports and EndpointSlices it updates and
+	// deletes only those carrying it, and it never collects a slice that
+	// carries it. Label or not, it also writes a user's ServiceImport (spec
+	// type, ports and ips, status.clusters and the strategy annotation; ips
+	// and clusters emptied when nothing provides the service; never
+	// deleted), the status conditions of ServiceExports, the status and
+	// finalizer of MultiClusterServices, and the Leases source-<cluster>,
+	// renewed by name. It creates Namespaces but never changes or deletes
+	// one. See controller/README.md, "What it writes".
 	ManagedBy = "mcs-controller.coredns-mcs.io"
 
 	// LabelManagedBy marks the objects other than EndpointSlices that

@@ -90,7 +90,11 @@ type requestLabels struct {
 // × outcomes). WithLabelValues checks and hashes the four values on every
 // call, a tenth of mcs's own CPU time per answer under dnsperf; a lookup
 // here costs a fifth of it (130 vs 25 ns warm), half what a sync.Map costs,
-// whose trie is more pointers to chase.
+// whose trie is more pointers to chase. Measured again with sync.Map in its
+// place (BenchmarkServeDNS, 20 interleaved runs each, medians): a native A
+// answer 513 → 556 ns (+8%), a clusterset A 559 → 609 ns (+9%), a native
+// SRV 1026 → 1087 ns (+6%), passed-on names and allocations unchanged; the
+// lookup alone 27 → 49 ns. Hence the copies.
 var (
 	requestCounters   atomic.Pointer[map[requestLabels]prometheus.Counter]
 	requestCountersMu sync.Mutex // serialises the copies

@@ -56,6 +56,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, fmt.Errorf("%s - %w", cfg.where, err))
 	}
+	routeKlog()
 	m := newMCS(cfg, cl)
 	c.OnStartup(func() error {
 		m.nsAddrs = boundIPs(dnsserver.GetConfig(c).ListenHosts, interfaceAddrs)

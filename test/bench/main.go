@@ -12,9 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
@@ -75,9 +73,8 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.goBench, "gobench", true, "run the plugin's Go benchmarks too")
 	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	if err := benchreport.ParseFlags(); err != nil {
+		return o, err
 	}
 	return o, o.validate()
 }
@@ -103,27 +100,16 @@ func (o *options) validate() error {
 	return benchreport.Abs(&o.kubeconfig, &o.coredns)
 }
 
-func main() {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("bench: ")
-	o, err := parseFlags()
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func main() { benchreport.Main("bench", benchreport.SecondSignalIgnored, parseFlags, run) }
+
+// run does every phase, within -timeout; whatever happens, the CoreDNS
+// processes it started are stopped and, unless -keep, the namespace is
+// deleted. The Go benchmarks run last, on a machine the other phases have
+// left quiet.
+func run(ctx context.Context, o options) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if err := run(ctx, o); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// run does every phase; whatever happens, the CoreDNS processes it started
-// are stopped and, unless -keep, the namespace is deleted. The Go
-// benchmarks run last, on a machine the other phases have left quiet.
-func run(ctx context.Context, o options) (err error) {
-	res := &results{opts: o, started: time.Now(), load: benchreport.LoadAverage()}
+	res := &results{opts: o, Run: benchreport.Start()}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return err
 	}
@@ -151,8 +137,7 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 	}
-	res.elapsed = time.Since(res.started)
-	return benchreport.Save(os.Stdout, filepath.Join(o.outDir, "results.md"), res.markdown())
+	return res.Finish(os.Stdout, filepath.Join(o.outDir, "results.md"), res.markdown)
 }
 
 // measure runs the memory comparison first, on fresh processes that have

@@ -16,10 +16,8 @@ import (
 
 // results is everything the report shows.
 type results struct {
-	opts     options
-	started  time.Time
-	load     string // load averages when the run started
-	elapsed  time.Duration
+	opts options
+	benchreport.Run
 	goBench  []string
 	objects  objectCounts
 	memory   memoryResult
@@ -31,13 +29,13 @@ func (r *results) markdown() string {
 	var b strings.Builder
 	o := r.opts
 	fmt.Fprintf(&b, "# coredns-mcs benchmarks\n\n")
-	fmt.Fprintf(&b, "%s; %s; load average %s at the start\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"), machine(o), r.load)
+	fmt.Fprintf(&b, "%s; %s; load average %s at the start\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), machine(o), r.Load)
 	fmt.Fprintf(&b, "%d imported services × %d clusters × %d endpoints, %d of the services with a ClusterIP Service too, and %d Services without import, in namespace %s of %s: %d objects, %d written in %s.\n\n",
 		o.services, o.clusters, o.endpoints, o.native, o.plain, o.namespace, o.context, r.objects.total, r.objects.created, r.objects.took.Round(time.Second))
 	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes BENCH_FLAGS).\n\n", benchreport.Command("./test/bench"))
 	r.summary(&b)
 	r.details(&b)
-	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.Elapsed.Round(time.Second))
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestSave(t *testing.T) {
@@ -27,5 +28,18 @@ func TestAbs(t *testing.T) {
 	wd, _ := os.Getwd()
 	if a != filepath.Join(wd, "bin/x") || b != "/already/abs" {
 		t.Errorf("Abs = %q, %q", a, b)
+	}
+}
+
+// Finish makes the report once the run's length is known.
+func TestFinish(t *testing.T) {
+	r := Run{Started: time.Now().Add(-time.Minute)}
+	var out bytes.Buffer
+	report := func() string { return "took " + r.Elapsed.Round(time.Minute).String() }
+	if err := r.Finish(&out, filepath.Join(t.TempDir(), "r.md"), report); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "took 1m0s" {
+		t.Errorf("report %q, want %q", out.String(), "took 1m0s")
 	}
 }

@@ -12,13 +12,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
@@ -73,9 +70,8 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run, cleanup excepted")
 	flag.DurationVar(&o.cleanupTimeout, "cleanup-timeout", 10*time.Minute, "bound on the cleanup")
 	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	if err := benchreport.ParseFlags(); err != nil {
+		return o, err
 	}
 	o.controllerArgs = strings.Fields(extra)
 	o.consumers = strings.Split(consumers, ",")
@@ -98,29 +94,16 @@ func (o *options) validate() error {
 	return benchreport.Abs(&o.kubeconfig, &o.controller, &o.coredns, &o.outDir)
 }
 
-func main() {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("propagation: ")
-	o, err := parseFlags()
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal ends the phases and starts the cleanup; a second one
-	// ends the program (its processes get SIGTERM from the kernel).
-	context.AfterFunc(ctx, stop)
-	if err := run(ctx, o); err != nil {
-		log.Fatal(err)
-	}
-}
+// The first signal ends the phases and starts the cleanup; a second one
+// ends the program (its processes get SIGTERM from the kernel).
+func main() { benchreport.Main("propagation", benchreport.SecondSignalEnds, parseFlags, run) }
 
 // run does every phase. Whatever happens, the processes it started are
 // stopped and, unless -keep, its objects are deleted: first the
 // MultiClusterServices, while the controller runs to honour their
 // finalizers, then the namespaces.
 func run(ctx context.Context, o options) (err error) {
-	res := &results{opts: o, started: time.Now(), load: benchreport.LoadAverage()}
+	res := &results{opts: o, Run: benchreport.Start()}
 	dir := filepath.Join(o.outDir, strings.TrimSuffix(o.report, ".md"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -139,8 +122,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := measure(runCtx, w, procs, res); err != nil {
 		return err
 	}
-	res.elapsed = time.Since(res.started)
-	return benchreport.Save(os.Stdout, filepath.Join(o.outDir, o.report), res.markdown())
+	return res.Finish(os.Stdout, filepath.Join(o.outDir, o.report), res.markdown)
 }
 
 // measure runs the phases in order; each error names its phase.

@@ -19,10 +19,8 @@ const (
 
 // results is everything the report shows.
 type results struct {
-	opts    options
-	started time.Time
-	load    string // load averages when the run started
-	elapsed time.Duration
+	opts options
+	benchreport.Run
 	objects objectCounts
 
 	initial, single, burst, restart *phase
@@ -38,7 +36,7 @@ func (r *results) markdown() string {
 	o := r.opts
 	fmt.Fprintf(&b, "# Propagation: mcs-controller and coredns-mcs on the lab\n\n")
 	fmt.Fprintf(&b, "%s; %d CPUs, %s; load average %s at the start (a machine shared with other work).\n\n",
-		r.started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.load)
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.Load)
 	fmt.Fprintf(&b, "%d services in namespace %s: a selector-less %sService and an EndpointSlice of %d ready endpoints each in %s, a MultiClusterService each on the hub (provision %s, consumption %s, RemoteAndLocal); %d objects, %d written in %s. ",
 		o.services, o.namespace, headlessText(o.headless), o.endpoints, providerCluster, providerCluster, strings.Join(o.consumers, ", "), r.objects.total, r.objects.written, r.objects.took.Round(time.Second))
 	fmt.Fprintf(&b, "bin/mcs-controller (flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", extraFlags(o.controllerArgs), consumerCluster)
@@ -49,7 +47,7 @@ func (r *results) markdown() string {
 	if n := len(r.controllerErrors); n > 0 {
 		fmt.Fprintf(&b, "\nThe controller logged %d error lines; the first:\n\n```\n%s\n```\n", n, strings.Join(r.controllerErrors[:min(n, 5)], "\n"))
 	}
-	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "\nWhole run: %s.\n", r.Elapsed.Round(time.Second))
 	return b.String()
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
 func sliceUpdates(n float64) writeCount {
@@ -76,8 +78,7 @@ func TestMarkdown(t *testing.T) {
 	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
 	r := &results{
 		opts:    options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}},
-		started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
-		load:    "1.00 2.00 3.00",
+		Run:     benchreport.Run{Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), Load: "1.00 2.00 3.00", Elapsed: time.Minute},
 		objects: objectCounts{total: 6, written: 6, took: 2 * time.Second},
 		initial: &phase{name: "initial sync", changes: 2, took: 1500 * time.Millisecond, writes: []writeCount{{writeKey{"hub", "MultiClusterService", "update", "success"}, 4}}},
 		single: &phase{name: "single changes", changes: 2, seen: ms(20, 40), answered: ms(30, 600), writes: []writeCount{sliceUpdates(2)},
@@ -88,7 +89,6 @@ func TestMarkdown(t *testing.T) {
 		rssBurst:         31<<20 + 1<<19,
 		rssDNS:           20 << 20,
 		controllerErrors: []string{"E1122 sync failed"},
-		elapsed:          time.Minute,
 	}
 	got := r.markdown()
 	for _, want := range []string{
