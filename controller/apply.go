@@ -22,9 +22,10 @@ import (
 )
 
 // applyMember writes into one member the difference between what it holds
-// of the service and what the plan wants. Only objects carrying the
-// managed-by label are changed or deleted; anything else in the way is
-// reported and left alone.
+// of the service and what the plan wants. Of the Services and
+// EndpointSlices, only those carrying the managed-by label are changed or
+// deleted; anything else in the way is reported and left alone. A user's
+// ServiceImport is filled in, never deleted (see imports.go).
 func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
 	// A member that does not answer is reported, and not written to: a
 	// write would only wait for its time-out. It is synced again when it
