@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,8 +32,6 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
-	mcsinformers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions"
-	mcslisters "github.com/coredns-mcs/coredns-mcs/api/client/listers/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
@@ -58,13 +55,10 @@ type Controller struct {
 	recorder record.EventRecorder
 	track    *tracker
 
-	mcs         cache.SharedIndexInformer
-	mcsLister   mcslisters.MultiClusterServiceLister
+	hub         hubMCS
+	crdPoll     time.Duration
 	hubServices cache.SharedIndexInformer
-	factories   []interface {
-		Start(<-chan struct{})
-		Shutdown()
-	}
+	hubFactory  informers.SharedInformerFactory
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -83,7 +77,8 @@ func New(opts Options) *Controller {
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"},
 		),
-		track: newTracker(),
+		track:   newTracker(),
+		crdPoll: crdPoll,
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
@@ -93,17 +88,9 @@ func New(opts Options) *Controller {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
 
-	hub := mcsinformers.NewSharedInformerFactoryWithOptions(opts.HubMCS, 0, mcsinformers.WithTransform(trimManagedFields))
-	c.mcs = hub.Mcs().V1alpha1().MultiClusterServices().Informer()
-	c.mcsLister = hub.Mcs().V1alpha1().MultiClusterServices().Lister()
-	kube := informers.NewSharedInformerFactory(opts.HubKube, 0)
-	c.hubServices = kube.Core().V1().Services().Informer()
-	_, _ = c.mcs.AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") }))
+	c.hubFactory = informers.NewSharedInformerFactory(opts.HubKube, 0)
+	c.hubServices = c.hubFactory.Core().V1().Services().Informer()
 	_, _ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
-	c.factories = []interface {
-		Start(<-chan struct{})
-		Shutdown()
-	}{hub, kube}
 	return c
 }
 
@@ -140,11 +127,12 @@ func (c *Controller) Run(ctx context.Context) error {
 // start runs the hub informers until ctx ends, and waits until they and
 // the members have synced.
 func (c *Controller) start(ctx context.Context) error {
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.mcs.HasSynced, c.hubServices.HasSynced) {
+	c.hubFactory.Start(ctx.Done())
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
+	}
+	if err := c.watchMCS(ctx); err != nil {
+		return fmt.Errorf("hub MultiClusterServices did not sync: %w", err)
 	}
 	c.awaitMembers(ctx)
 	return nil
@@ -152,9 +140,8 @@ func (c *Controller) start(ctx context.Context) error {
 
 // shutdown waits for the hub informers to end, once ctx has ended.
 func (c *Controller) shutdown() {
-	for _, f := range c.factories {
-		f.Shutdown()
-	}
+	c.hubFactory.Shutdown()
+	c.hub.shutdown()
 }
 
 // memberSettleTimeout bounds the wait for members at start: one that takes
@@ -180,8 +167,8 @@ func (c *Controller) awaitMembers(ctx context.Context) {
 // informers have synced: the controller's readiness.
 func (c *Controller) Synced() error {
 	switch {
-	case !c.mcs.HasSynced():
-		return fmt.Errorf("the hub's MultiClusterServices have not been listed (is the CRD in deploy/crds installed?)")
+	case !c.hub.synced():
+		return fmt.Errorf("the hub's MultiClusterServices have not been listed")
 	case !c.hubServices.HasSynced():
 		return fmt.Errorf("the hub's Services have not been listed")
 	case !c.opts.Members.Synced():
@@ -305,7 +292,7 @@ func (c *Controller) relevant(namespace, name string) bool {
 	if !c.inScope(namespace) {
 		return false
 	}
-	if _, ok, _ := c.mcs.GetStore().GetByKey(namespace + "/" + name); ok {
+	if c.hub.get(namespace, name) != nil {
 		return true
 	}
 	for _, m := range c.opts.Members.List() {
@@ -320,7 +307,7 @@ func (c *Controller) relevant(namespace, name string) bool {
 // that a member holds an object of the controller's for: on start, and
 // whenever a member comes, goes, syncs or changes reachability.
 func (c *Controller) enqueueAll() {
-	keys := c.mcs.GetStore().ListKeys()
+	keys := c.hub.keys()
 	for _, m := range c.opts.Members.List() {
 		keys = append(keys, m.ExportKeys()...)
 		keys = append(keys, m.ImportKeys()...)
@@ -355,11 +342,3 @@ func metaOf(obj any) (objectMeta, bool) {
 // newBucket bounds the overall retry rate, as client-go's default
 // controller rate limiter does.
 func newBucket() *rate.Limiter { return rate.NewLimiter(rate.Limit(50), 500) }
-
-// trimManagedFields drops what no sync reads.
-func trimManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
-}

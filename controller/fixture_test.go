@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,13 +69,33 @@ type fixture struct {
 	mu   sync.Mutex
 	log  map[string][]clienttesting.Action // writes by cluster, in order
 	down map[string]bool                   // members whose probes fail
+
+	noCRD atomic.Bool // the hub serves no MultiClusterService
 }
 
-func newFixture(t *testing.T, w world, alpha ...string) *fixture {
+// option changes a fixture before its controller starts.
+type option func(*fixture)
+
+// alphaMembers serve the MCS API's v1alpha1 only.
+func alphaMembers(names ...string) option {
+	return func(f *fixture) {
+		for _, n := range names {
+			f.alpha[n] = true
+		}
+	}
+}
+
+// withoutCRD: the hub serves no MultiClusterService until serveCRD.
+func withoutCRD() option { return func(f *fixture) { f.noCRD.Store(true) } }
+
+func newFixture(t *testing.T, w world, opts ...option) *fixture {
 	t.Helper()
 	// mcs-api's fake cannot stream a list to an informer.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	f := &fixture{t: t, log: map[string][]clienttesting.Action{}, down: map[string]bool{}, kube: map[string]*k8sfake.Clientset{}, mcs: map[string]*mcsapifake.Clientset{}, alpha: map[string]bool{}}
+	for _, o := range opts {
+		o(f)
+	}
 	var rv atomic.Int64
 	// An API server gives every object a resourceVersion.
 	for _, objs := range w {
@@ -86,10 +107,19 @@ func newFixture(t *testing.T, w world, alpha ...string) *fixture {
 	kube, mcs := split(w[hub], false)
 	f.hubKube = k8sfake.NewSimpleClientset(kube...)
 	f.hubMCS = mcsfake.NewSimpleClientset(mcs...)
+	f.hubMCS.Resources = []*metav1.APIResourceList{{GroupVersion: v1alpha1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{
+		{Name: v1alpha1.MultiClusterServiceResource.Resource, Namespaced: true},
+	}}}
+	// Discovery reads Resources unlocked: a reactor hides them instead.
+	f.hubMCS.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if f.noCRD.Load() {
+			return true, nil, apierrors.NewNotFound(v1alpha1.Resource("multiclusterservices"), "")
+		}
+		return false, nil, nil
+	})
 	f.stamp(hub, &f.hubKube.Fake, &rv)
 	f.stamp(hub, &f.hubMCS.Fake, &rv)
 	for _, name := range memberNames {
-		f.alpha[name] = slices.Contains(alpha, name)
 		kube, mcs := split(w[name], f.alpha[name])
 		f.kube[name] = k8sfake.NewSimpleClientset(kube...)
 		f.mcs[name] = mcsapifake.NewSimpleClientset(mcs...)
@@ -118,6 +148,7 @@ func (f *fixture) start() {
 	}
 	f.reg = reg
 	f.c = New(Options{HubKube: f.hubKube, HubMCS: f.hubMCS, Members: reg, Workers: 1})
+	f.c.crdPoll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -138,6 +169,10 @@ func (f *fixture) start() {
 		t.Fatalf("members not settled: %s", pending)
 	}
 }
+
+// serveCRD makes the hub serve MultiClusterServices, as installing the
+// CRD does.
+func (f *fixture) serveCRD() { f.noCRD.Store(false) }
 
 // ready is the probe of a fake member: it answers unless it is down.
 func (f *fixture) ready(_ context.Context, m *members.Member) error {
@@ -389,11 +424,7 @@ func (f *fixture) cachedVersion(cluster, resource, namespace, name string) strin
 		if resource != "multiclusterservices" {
 			return "?"
 		}
-		obj, ok, _ := f.c.mcs.GetStore().GetByKey(namespace + "/" + name)
-		if !ok {
-			return ""
-		}
-		return obj.(metav1.Object).GetResourceVersion()
+		return versionOf(f.c.hub.get(namespace, name))
 	}
 	m := f.member(cluster)
 	switch resource {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -32,12 +31,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		seen = t.(time.Time)
 	}
 
-	mcs, err := c.mcsLister.MultiClusterServices(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		mcs = nil
-	} else if err != nil {
-		return err
-	}
+	mcs := c.hub.get(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
 		return c.addFinalizer(ctx, mcs) // its update queues the key again
 	}

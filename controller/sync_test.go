@@ -207,7 +207,7 @@ func TestAlphaMember(t *testing.T) {
 	f := newFixture(t, world{
 		m1: {ns1(), service("serve", false, t0), slice("serve", "serve-1", 1, "10.1.0.1"), export("serve", t0)},
 		m2: {ns1()}, m3: {ns1()},
-	}, m1, m2)
+	}, alphaMembers(m1, m2))
 	all := firstImport("serve", "imported-member1-serve-1")
 	expect(t, "sync", f.sync("demo/serve"), writes{m1: append(all, "update serviceexports/status demo/serve"), m2: all, m3: all})
 	for c, version := range map[string]string{m2: "multicluster.x-k8s.io/v1alpha1", m3: "multicluster.x-k8s.io/v1beta1"} {
@@ -463,5 +463,42 @@ func TestUnreachableConsumer(t *testing.T) {
 	expect(t, "member3 back", f.sync("demo/foo"), writes{
 		hub: {"update multiclusterservices/status demo/foo"},
 		m3:  {"update endpointslices demo/imported-member1-foo-1"},
+	})
+}
+
+// A hub without the MultiClusterService CRD still syncs ServiceExports,
+// and picks MultiClusterServices up once the CRD is installed, without a
+// restart.
+func TestHubWithoutCRD(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("serve", false, t0), slice("serve", "serve-1", 1, "10.1.0.1"), export("serve", t0)},
+		m2: {ns1()}, m3: {ns1()},
+	}, withoutCRD())
+	if err := f.c.Synced(); err != nil {
+		t.Errorf("Synced() = %v, want ready: the ServiceExport path works", err)
+	}
+	all := firstImport("serve", "imported-member1-serve-1")
+	expect(t, "exports without the CRD", f.sync("demo/serve"), writes{m1: append(all, "update serviceexports/status demo/serve"), m2: all, m3: all})
+
+	if _, err := f.hubMCS.McsV1alpha1().MultiClusterServices(ns).Create(t.Context(),
+		multiClusterService("serve", api.LocalFirst, nil, []v1alpha1.ClusterName{m2}, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.serveCRD()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.c.hub.get(ns, "serve") != nil, nil
+	})
+	if err != nil {
+		t.Fatal("the MultiClusterService was never seen after the CRD appeared")
+	}
+	if !queued(f.c, "demo/serve") {
+		t.Error("the CRD's arrival did not queue the services")
+	}
+	gone := []string{"delete endpointslices demo/imported-member1-serve-1", "delete services demo/derived-serve", "delete serviceimports demo/serve"}
+	expect(t, "once the CRD is served", f.sync("demo/serve"), writes{
+		hub: {"update multiclusterservices/status demo/serve"},
+		m1:  append(gone, "update serviceexports/status demo/serve"),
+		m2:  {"update serviceimports demo/serve"}, // the strategy annotation
+		m3:  gone,
 	})
 }

@@ -27,18 +27,24 @@ var Versions = []schema.GroupVersion{mcsv1b1.SchemeGroupVersion, mcsv1a1.SchemeG
 // say.
 func Served(d discovery.ServerResourcesInterface, resource string) (gv schema.GroupVersion, ok bool, err error) {
 	for _, gv := range Versions {
-		list, err := d.ServerResourcesForGroupVersion(gv.String())
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return schema.GroupVersion{}, false, fmt.Errorf("discovering %s: %w", gv, err)
-		}
-		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }) {
-			return gv, true, nil
+		if ok, err := Serves(d, gv, resource); err != nil || ok {
+			return gv, ok, err
 		}
 	}
 	return schema.GroupVersion{}, false, nil
+}
+
+// Serves reports whether the cluster serves resource in gv (of any API
+// group: the hub's MultiClusterService too).
+func Serves(d discovery.ServerResourcesInterface, gv schema.GroupVersion, resource string) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }), nil
 }
 
 // IsAlpha reports whether gv is the MCS API's v1alpha1.

@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	mcsinformers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions"
+	mcslisters "github.com/coredns-mcs/coredns-mcs/api/client/listers/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+// crdPoll is how often the controller asks whether the hub serves
+// MultiClusterServices yet, while it does not: one discovery request.
+const crdPoll = 10 * time.Second
+
+// hubMCS is the hub's MultiClusterService informer. A hub without the CRD
+// (an operator who uses only ServiceExports, or forgot deploy/crds) is a
+// hub without MultiClusterServices: the informer starts once the CRD is
+// served, and the ServiceExport path works meanwhile.
+type hubMCS struct {
+	mu       sync.RWMutex
+	factory  mcsinformers.SharedInformerFactory
+	informer cache.SharedIndexInformer
+	lister   mcslisters.MultiClusterServiceLister
+}
+
+// watchMCS starts the MultiClusterService informer and waits for its list
+// when the hub serves the CRD; otherwise it says so once and starts it
+// when the CRD appears.
+func (c *Controller) watchMCS(ctx context.Context) error {
+	served, err := mcsapi.Serves(c.opts.HubMCS.Discovery(), v1alpha1.SchemeGroupVersion, v1alpha1.MultiClusterServiceResource.Resource)
+	if err == nil && served {
+		return c.startMCS(ctx)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Cannot tell whether the hub serves MultiClusterServices: checking again", "every", c.crdPoll)
+	} else {
+		klog.ErrorS(nil, "The hub serves no MultiClusterService: only ServiceExports are synced until its CRD is installed (kubectl apply -f deploy/crds/mcs.coredns-mcs.io_multiclusterservices.yaml)",
+			"resource", v1alpha1.MultiClusterServiceResource.String(), "checking every", c.crdPoll)
+	}
+	go c.awaitCRD(ctx)
+	return nil
+}
+
+func (c *Controller) awaitCRD(ctx context.Context) {
+	t := time.NewTicker(c.crdPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		served, err := mcsapi.Serves(c.opts.HubMCS.Discovery(), v1alpha1.SchemeGroupVersion, v1alpha1.MultiClusterServiceResource.Resource)
+		if err != nil || !served {
+			continue
+		}
+		if c.startMCS(ctx) == nil {
+			klog.InfoS("The hub serves MultiClusterServices now")
+			c.enqueueAll()
+		}
+		return
+	}
+}
+
+func (c *Controller) startMCS(ctx context.Context) error {
+	f := mcsinformers.NewSharedInformerFactoryWithOptions(c.opts.HubMCS, 0, mcsinformers.WithTransform(trimManagedFields))
+	inf := f.Mcs().V1alpha1().MultiClusterServices()
+	if _, err := inf.Informer().AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") })); err != nil {
+		return err
+	}
+	c.hub.mu.Lock()
+	if ctx.Err() != nil { // stopped: shutdown has run or is waiting
+		c.hub.mu.Unlock()
+		return ctx.Err()
+	}
+	c.hub.factory, c.hub.informer, c.hub.lister = f, inf.Informer(), inf.Lister()
+	f.Start(ctx.Done())
+	c.hub.mu.Unlock()
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), inf.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// shutdown waits for the informer to end, once its context has ended.
+func (h *hubMCS) shutdown() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.factory != nil {
+		h.factory.Shutdown()
+	}
+}
+
+// get is the hub's MultiClusterService namespace/name, or nil.
+func (h *hubMCS) get(namespace, name string) *v1alpha1.MultiClusterService {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.lister == nil {
+		return nil
+	}
+	m, _ := h.lister.MultiClusterServices(namespace).Get(name)
+	return m
+}
+
+// keys lists every MultiClusterService's namespace/name.
+func (h *hubMCS) keys() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.informer == nil {
+		return nil
+	}
+	return h.informer.GetStore().ListKeys()
+}
+
+// synced reports whether the informer has listed, or is not needed: a hub
+// without the CRD has no MultiClusterService to wait for.
+func (h *hubMCS) synced() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.informer == nil || h.informer.HasSynced()
+}
+
+// trimManagedFields drops what no sync reads.
+func trimManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
