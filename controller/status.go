@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -123,10 +124,10 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	}
 	// No counts here: the status would then be written on every endpoint change.
 	msg := "EndpointSlices collected from " + strings.Join(plan.Import.Clusters, ", ")
-	for _, r := range slices.Concat(plan.Skipped, conflictMessages(plan)) {
-		msg += "; " + r
+	if notes := join(plan.Skipped, conflictMessages(plan)); notes != "" {
+		msg += "; " + notes
 	}
-	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, msg)
+	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, bounded(msg))
 }
 
 func applied(plan *desired.Plan, out *outcome) metav1.Condition {
@@ -160,7 +161,35 @@ func unreachableIn(out *outcome, clusters []string) []string {
 	return msgs
 }
 
-func join(a, b []string) string { return strings.Join(slices.Concat(a, b), "; ") }
+// Bounds of a condition's message. The API allows 32,768 characters; a
+// status update past that would be refused, and a person reads the first
+// few causes anyway: the rest are counted.
+const (
+	maxCauses  = 5
+	maxMessage = 4096
+)
+
+// join lists the causes of a condition, the first maxCauses of them, and
+// how many more there are.
+func join(a, b []string) string {
+	all := slices.Concat(a, b)
+	if len(all) > maxCauses {
+		all = append(all[:maxCauses:maxCauses], fmt.Sprintf("and %d more", len(all)-maxCauses))
+	}
+	return bounded(strings.Join(all, "; "))
+}
+
+// bounded cuts a message to maxMessage bytes, at a rune boundary.
+func bounded(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
 
 func trueCond(t, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg}

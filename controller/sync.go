@@ -124,8 +124,15 @@ func (o *outcome) propagateFailed(cluster string, err error) {
 func (o *outcome) applyFailed(cluster string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	// Joined errors, one a line, make one line of a condition's message.
-	o.applyErrs = append(o.applyErrs, cluster+": "+strings.ReplaceAll(err.Error(), "\n", "; "))
+	// Each of joined errors (one per slice) is a cause of its own, so that
+	// a condition names the first few and counts the rest.
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		o.applyErrs = append(o.applyErrs, cluster+": "+strings.ReplaceAll(e.Error(), "\n", "; "))
+	}
 }
 
 func (o *outcome) err() error {

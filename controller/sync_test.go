@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -501,4 +503,36 @@ func TestHubWithoutCRD(t *testing.T) {
 		m2:  {"update serviceimports demo/serve"}, // the strategy annotation
 		m3:  gone,
 	})
+}
+
+// Many failures make one condition that names the first few and counts
+// the rest: a status past the API's bound would be refused.
+func TestManyFailuresSummarised(t *testing.T) {
+	var src, users []runtime.Object
+	for i := range 30 {
+		src = append(src, slice("foo", fmt.Sprintf("foo-%d", i), 1, fmt.Sprintf("10.1.0.%d", i)))
+		user := slice("other", fmt.Sprintf("imported-member1-foo-%d", i), 1, "10.9.9.9")
+		users = append(users, user)
+	}
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  append([]runtime.Object{ns1(), service("foo", false, t0)}, src...),
+		m2:  append([]runtime.Object{ns1()}, users...),
+	})
+	f.sync("demo/foo")
+	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.HasSuffix(c.Message, "; and 25 more") || strings.Count(c.Message, "is not managed by") != 5 {
+		t.Errorf("EndpointSliceApplied %+v, want the first 5 slices in the way and 25 more", c)
+	}
+}
+
+func TestBounded(t *testing.T) {
+	long := strings.Repeat("é", maxMessage) // two bytes each
+	got := bounded(long)
+	if len(got) > maxMessage || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("bounded: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+	}
+	if bounded("short") != "short" {
+		t.Error("a short message was changed")
+	}
 }
