@@ -18,11 +18,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
 	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client metrics
@@ -44,7 +48,7 @@ type flags struct {
 	workers                                                int
 	qps                                                    float64
 	burst                                                  int
-	leaderElect                                            bool
+	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
 	showVersion                                            bool
@@ -56,6 +60,7 @@ func parseFlags() *flags {
 	klog.InitFlags(fs)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
 	fs.StringVar(&f.clustersKubeconfig, "clusters-kubeconfig", "", "kubeconfig whose contexts are the member clusters, each named after its context")
+	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig skips verifying the member's server (insecure-skip-tls-verify) or reaches it over http")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
@@ -112,6 +117,21 @@ func run(f *flags) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
+	events := record.NewBroadcaster()
+	defer events.Shutdown()
+	events.StartStructuredLogging(2)
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: hubKube.CoreV1().Events("")})
+	// Before campaigning: a --clusters-kubeconfig that cannot be used fails
+	// the start, rather than a leader that holds the lead and does nothing.
+	reg, err := members.NewRegistry(members.Options{
+		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
+		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
+		AllowInsecureTLS: f.allowInsecureMemberTLS,
+		Recorder:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}),
+	})
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -120,20 +140,13 @@ func run(f *flags) error {
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 
 	work := func(ctx context.Context) error {
-		reg, err := members.NewRegistry(members.Options{
-			Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
-			QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
-		})
-		if err != nil {
-			return err
-		}
 		c := controller.New(controller.Options{HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
 		var wg sync.WaitGroup
 		wg.Go(func() { reg.Run(ctx, c.Handlers()) })
 		wg.Go(func() { renewer.Run(ctx) })
-		err = c.Run(ctx)
+		err := c.Run(ctx)
 		wg.Wait()
 		return err
 	}
@@ -153,14 +166,19 @@ func restConfig(path string) (*rest.Config, error) {
 }
 
 // leaderElect runs work while this replica leads. Losing the lead ends the
-// process, so a restarted replica starts from fresh caches.
+// process, so a restarted replica starts from fresh caches. Work that fails
+// releases the lead, so that a standby takes over rather than wait for a
+// leader that does nothing, and its error is returned.
 func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, work func(context.Context) error) error {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.namespace, "mcs-controller",
 		hub.CoreV1(), hub.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity()})
 	if err != nil {
 		return err
 	}
-	var workErr error
+	// Cancelling ctx is what makes RunOrDie release the lead.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started, result := make(chan struct{}), make(chan error, 1)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            "mcs-controller",
@@ -169,9 +187,14 @@ func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, work f
 		RetryPeriod:     f.retryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(lctx context.Context) {
+				close(started)
 				klog.InfoS("Leading", "identity", lock.Identity())
-				workErr = work(ctx)
+				err := work(lctx)
+				result <- err
+				if err != nil {
+					cancel()
+				}
 			},
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
@@ -182,7 +205,12 @@ func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, work f
 			},
 		},
 	})
-	return workErr
+	select {
+	case <-started: // RunOrDie does not wait for work to return
+		return <-result
+	default:
+		return nil
+	}
 }
 
 var (

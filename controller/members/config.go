@@ -2,12 +2,12 @@ package members
 
 import (
 	"fmt"
-
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -19,17 +19,20 @@ import (
 )
 
 // fromContexts makes a member of every context of an operator's kubeconfig.
+// Every context whose name cannot be a cluster name is reported at once,
+// since kubeconfigs as kubeadm and the clouds write them have none that can.
 func fromContexts(path string, qps float32, burst int) ([]*Member, error) {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--clusters-kubeconfig %s: %w", path, err)
 	}
+	names := slices.Sorted(maps.Keys(cfg.Contexts))
+	if err := contextNames(path, names); err != nil {
+		return nil, err
+	}
 	var out []*Member
-	for _, name := range slices.Sorted(maps.Keys(cfg.Contexts)) {
+	for _, name := range names {
 		source := fmt.Sprintf("context %s of %s", name, path)
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %q is not a cluster name: %s", source, name, errs[0])
-		}
 		rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
@@ -42,6 +45,37 @@ func fromContexts(path string, qps float32, burst int) ([]*Member, error) {
 	}
 	return out, nil
 }
+
+func contextNames(path string, names []string) error {
+	var bad []string
+	for _, name := range names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			bad = append(bad, fmt.Sprintf("context %q is not a cluster name (%s): rename it: kubectl --kubeconfig %s config rename-context %s %s",
+				name, errs[0], path, name, suggestName(name)))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("--clusters-kubeconfig %s: %s", path, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// suggestName is a DNS label made of name, for the fix a message
+// suggests: kubeadm's kubernetes-admin@kubernetes, GKE's
+// gke_project_zone_name and EKS's ARNs all have one.
+func suggestName(name string) string {
+	s := strings.Trim(invalidRun.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(s) > validation.DNS1123LabelMaxLength {
+		s = strings.TrimRight(s[len(s)-validation.DNS1123LabelMaxLength:], "-")
+		s = strings.TrimLeft(s, "-")
+	}
+	if s == "" || len(validation.IsDNS1123Label(s)) > 0 {
+		return "NEW-NAME"
+	}
+	return s
+}
+
+var invalidRun = regexp.MustCompile(`[^a-z0-9]+`)
 
 // fromConfig makes a member reached through a REST config.
 func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*Member, error) {
@@ -62,16 +96,18 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	return New(name, source, kube, mcs), nil
 }
 
-// fromSecret makes the member a Secret registers, from its kubeconfig.
-func fromSecret(name, source string, s *corev1.Secret, qps float32, burst int) (*Member, error) {
+// fromSecret makes the member a Secret registers, from its kubeconfig,
+// which anyone who may create a Secret there wrote (untrustedConfig).
+func fromSecret(name, source string, s *corev1.Secret, qps float32, burst int, allowInsecure bool) (*Member, error) {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: label %s=%q is not a cluster name: %s", source, api.LabelCluster, name, errs[0])
+		return nil, refuse(reasonName, "%s: label %s=%q is not a cluster name (%s): relabel it: kubectl -n %s label secret %s %s=%s --overwrite",
+			source, api.LabelCluster, name, errs[0], s.Namespace, s.Name, api.LabelCluster, suggestName(name))
 	}
 	data, ok := s.Data[api.KeyKubeconfig]
 	if !ok {
-		return nil, fmt.Errorf("%s: no key %q", source, api.KeyKubeconfig)
+		return nil, refuse(reasonInvalid, "%s: no key %q", source, api.KeyKubeconfig)
 	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(data)
+	rc, err := untrustedConfig(data, allowInsecure)
 	if err != nil {
 		return nil, fmt.Errorf("%s: key %s: %w", source, api.KeyKubeconfig, err)
 	}

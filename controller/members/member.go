@@ -2,8 +2,9 @@
 // reached, the informers the controller reads it through, and whether it
 // can be reached now.
 //
-// One file per job: registry.go registers members (kubeconfig contexts and
-// Secrets), config.go makes their clients, probe.go is the reachability
+// One file per job: registry.go registers members, secrets.go decides which
+// Secret registers a name, config.go makes their clients (untrusted.go
+// checks a Secret's kubeconfig), probe.go is the reachability
 // state machine, caches.go the informers, read.go what the sync reads of
 // them, mcs.go the typed MCS API writes, metrics.go the counters.
 package members
@@ -33,6 +34,10 @@ type Member struct {
 	Source string // where it was registered, for messages: "context x of f", "secret ns/y"
 	Kube   kubernetes.Interface
 	MCS    mcsclient.Interface
+
+	// secret is the namespace/name of the Secret that registered it, at
+	// resourceVersion secretRV; "" for a context, which no Secret replaces.
+	secret, secretRV string
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -15,7 +15,14 @@ var writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "API writes mcs-controller made, by cluster, kind, verb and result.",
 }, []string{"cluster", "kind", "verb", "result"})
 
-func init() { legacyregistry.RawMustRegister(reachableGauge, writes) }
+// A gauge rather than a counter: a refused Secret stays refused until it is
+// fixed or deleted, and an alert should last as long.
+var refusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_registrations_refused",
+	Help: "Member Secrets refused now, by reason: name, duplicate, invalid, plugin, local-file, insecure.",
+}, []string{"reason"})
+
+func init() { legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge) }
 
 // CountWrite counts one API write in mcs_writes_total.
 func CountWrite(cluster, kind, verb string, err error) {

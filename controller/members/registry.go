@@ -6,17 +6,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-
-	"github.com/coredns-mcs/coredns-mcs/api"
-	"github.com/coredns-mcs/coredns-mcs/api/handler"
 )
 
 // Options say how members are registered and reached.
@@ -34,8 +32,14 @@ type Options struct {
 	// Ready (default Readyz).
 	ProbeEvery time.Duration
 	Ready      ReadyFunc
+	// AllowInsecureTLS accepts member Secrets whose kubeconfig skips the
+	// verification of the member's server, or reaches it over http.
+	AllowInsecureTLS bool
+	// Recorder, when set, records a Warning Event on every Secret refused.
+	Recorder record.EventRecorder
 	// Members are members made by New, registered as they are: unit tests
-	// register members over fake clientsets.
+	// register members over fake clientsets. Like contexts, no Secret
+	// takes their names.
 	Members []*Member
 }
 
@@ -47,7 +51,15 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	members map[string]*Member
+
+	factory informers.SharedInformerFactory
 	secrets cache.SharedIndexInformer
+	lister  corelisters.SecretLister
+	listed  atomic.Bool // every Secret of the first list was decided on
+	// decide serializes what registers members from Secrets: their events,
+	// Retired, and the pass after the first list.
+	decide  sync.Mutex
+	refused map[string]refusalState // by Secret namespace/name, under decide
 }
 
 // NewRegistry reads the kubeconfig's contexts; nothing runs until Run.
@@ -55,9 +67,12 @@ func NewRegistry(opts Options) (*Registry, error) {
 	if opts.Ready == nil {
 		opts.Ready = Readyz
 	}
-	r := &Registry{opts: opts, members: map[string]*Member{}}
+	r := &Registry{opts: opts, members: map[string]*Member{}, refused: map[string]refusalState{}}
 	for _, m := range opts.Members {
 		r.members[m.Name] = m
+	}
+	if opts.Hub != nil {
+		r.newSecretInformer()
 	}
 	if opts.Kubeconfig == "" {
 		return r, nil
@@ -81,10 +96,11 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 		m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
 	}
 	r.mu.Unlock()
-	if r.opts.Hub != nil {
+	if r.secrets != nil {
 		r.watchSecrets(ctx)
 	}
 	<-ctx.Done()
+	r.forgetRefusals()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range r.members {
@@ -116,60 +132,9 @@ func (r *Registry) Settled() (bool, string) {
 }
 
 // Synced reports whether the registry knows its members: the Secret watch,
-// if any, has listed.
+// if any, has listed, and every Secret listed was registered or refused.
 func (r *Registry) Synced() bool {
-	return r.secrets == nil || r.secrets.HasSynced()
-}
-
-func (r *Registry) watchSecrets(ctx context.Context) {
-	f := informers.NewSharedInformerFactoryWithOptions(r.opts.Hub, 0, informers.WithNamespace(r.opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCluster }))
-	r.secrets = f.Core().V1().Secrets().Informer()
-	_, _ = r.secrets.AddEventHandler(handler.Typed(r.secretChanged))
-	f.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		f.Shutdown()
-	}()
-}
-
-// secretChanged registers, replaces or removes the member a Secret names.
-// A Secret that cannot be used registers a broken member that says why:
-// an unreachable member, never a removed one, so nothing it provided is
-// deleted because of a typo in its Secret.
-func (r *Registry) secretChanged(old, cur *corev1.Secret) {
-	if old != nil && (cur == nil || old.Labels[api.LabelCluster] != cur.Labels[api.LabelCluster]) {
-		r.remove(old.Labels[api.LabelCluster], sourceOf(old))
-	}
-	if cur == nil {
-		return
-	}
-	if old != nil && old.ResourceVersion == cur.ResourceVersion {
-		return // a resync
-	}
-	name, source := cur.Labels[api.LabelCluster], sourceOf(cur)
-	m, err := fromSecret(name, source, cur, r.opts.QPS, r.opts.Burst)
-	if err != nil {
-		klog.ErrorS(err, "Cannot register member", "cluster", name, "secret", cur.Namespace+"/"+cur.Name)
-		m = brokenMember(name, source, err)
-	}
-	r.put(m)
-}
-
-func (r *Registry) put(m *Member) {
-	r.mu.Lock()
-	prev := r.members[m.Name]
-	if prev != nil && prev.Source != m.Source {
-		klog.InfoS("Member registered twice: the later registration is used", "cluster", m.Name, "was", prev.Source, "now", m.Source)
-	}
-	r.members[m.Name] = m
-	r.mu.Unlock()
-	if prev != nil {
-		prev.stop()
-	}
-	m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
-	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
-	r.changed(m.Name)
+	return r.secrets == nil || r.listed.Load()
 }
 
 // remove deregisters a member. One that is healthy retires first: it stays
@@ -194,8 +159,11 @@ func (r *Registry) remove(name, source string) {
 	r.drop(m)
 }
 
-// Retired removes a retiring member once the controller has cleaned it.
+// Retired removes a retiring member once the controller has cleaned it;
+// a Secret that names it and waited then takes its place.
 func (r *Registry) Retired(name string) {
+	r.decide.Lock()
+	defer r.decide.Unlock()
 	r.mu.Lock()
 	m := r.members[name]
 	if m == nil || !m.Retiring() {
@@ -205,6 +173,30 @@ func (r *Registry) Retired(name string) {
 	delete(r.members, name)
 	r.mu.Unlock()
 	r.drop(m)
+	if r.listed.Load() {
+		r.reconcile(name)
+	}
+}
+
+func (r *Registry) get(name string) *Member {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.members[name]
+}
+
+// put registers m in place of the member of that name, if any: the same
+// Secret, changed.
+func (r *Registry) put(m *Member) {
+	r.mu.Lock()
+	prev := r.members[m.Name]
+	r.members[m.Name] = m
+	r.mu.Unlock()
+	if prev != nil {
+		prev.stop()
+	}
+	m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
+	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
+	r.changed(m.Name)
 }
 
 func (r *Registry) drop(m *Member) {
@@ -219,5 +211,3 @@ func (r *Registry) changed(name string) {
 		r.h.Changed(name)
 	}
 }
-
-func sourceOf(s *corev1.Secret) string { return "secret " + s.Namespace + "/" + s.Name }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+)
+
+// runMain makes the test binary run mcs-controller's main instead of the
+// tests, so that a test can watch the real process exit.
+const runMain = "MCS_CONTROLLER_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func kubeconfigFile(t *testing.T, name, context, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: %q, context: {cluster: c, user: u}}]
+current-context: %q
+`, server, context, context)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A --clusters-kubeconfig whose context cannot name a cluster (kubeadm's
+// kubernetes-admin@kubernetes) fails the start, before the hub is
+// contacted at all: the process exits 1 and its last line says the fix.
+func TestBadClustersKubeconfigFailsAtStart(t *testing.T) {
+	var requests atomic.Int32
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.Error(w, "the hub was contacted", http.StatusInternalServerError)
+	}))
+	defer hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0],
+		"--kubeconfig", kubeconfigFile(t, "hub", "hub", hub.URL),
+		"--clusters-kubeconfig", kubeconfigFile(t, "members", "kubernetes-admin@kubernetes", "https://127.0.0.1:1"),
+		"--http-address", "127.0.0.1:0", "--leader-elect=true")
+	cmd.Env = append(os.Environ(), runMain+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("mcs-controller ended with %v, want exit code 1; stderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "config rename-context kubernetes-admin@kubernetes kubernetes-admin-kubernetes") {
+		t.Errorf("last line %q, want the fix", last)
+	}
+	if n := requests.Load(); n > 0 {
+		t.Errorf("the hub got %d requests, want none", n)
+	}
+}
+
+// A leader whose work fails gives the lead up for a standby, and returns
+// the error, so that the process exits with it.
+func TestFailedWorkReleasesTheLead(t *testing.T) {
+	hub := k8sfake.NewSimpleClientset()
+	f := &flags{namespace: "mcs-system", leaseDuration: 2 * time.Second, renewDeadline: time.Second, retryPeriod: 100 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		done <- leaderElect(context.Background(), f, hub, func(context.Context) error { return errors.New("no members") })
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "no members" {
+			t.Fatalf("leaderElect returned %v, want the work's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("leaderElect still leads after its work failed")
+	}
+	lease, err := hub.CoordinationV1().Leases("mcs-system").Get(context.Background(), "mcs-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("the Lease is still held by %s", *h)
+	}
+}

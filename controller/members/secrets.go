@@ -1,0 +1,252 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
+)
+
+// Who holds a cluster name, when several registrations claim it: a context
+// (or a member of Options.Members) always; else the Secret in use, as long
+// as it exists, so that nobody who may create a Secret can take over a
+// member at run time; else the oldest Secret, by creation time then name,
+// so that a restart picks the same one as before rather than whichever the
+// list returned first. Every other Secret naming it is refused and
+// reported, and waits: it takes over once the one in use is gone (deleted
+// or relabelled, and cleaned if it was retiring), as it would at the next
+// restart anyway.
+
+// EventRefused is the reason of the Warning Event on a refused Secret.
+const EventRefused = "MemberRefused"
+
+// newSecretInformer makes the watch of member Secrets; Run starts it.
+func (r *Registry) newSecretInformer() {
+	r.factory = informers.NewSharedInformerFactoryWithOptions(r.opts.Hub, 0, informers.WithNamespace(r.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCluster }))
+	r.secrets = r.factory.Core().V1().Secrets().Informer()
+	r.lister = r.factory.Core().V1().Secrets().Lister()
+	_, _ = r.secrets.AddEventHandler(handler.Typed(r.secretChanged))
+}
+
+func (r *Registry) watchSecrets(ctx context.Context) {
+	r.factory.Start(ctx.Done())
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), r.secrets.HasSynced) {
+			r.reconcileAll()
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		r.factory.Shutdown()
+	}()
+}
+
+// secretChanged decides again on the names a Secret had and has. Until the
+// first list is in the cache, nothing is decided: who holds a name depends
+// on every Secret naming it.
+func (r *Registry) secretChanged(old, cur *corev1.Secret) {
+	if old != nil && cur != nil && old.ResourceVersion == cur.ResourceVersion {
+		return // a resync
+	}
+	r.decide.Lock()
+	defer r.decide.Unlock()
+	if cur == nil {
+		r.unrefuse(old)
+	}
+	if !r.secrets.HasSynced() {
+		return
+	}
+	for _, name := range clusterNames(old, cur) {
+		r.reconcile(name)
+	}
+}
+
+func (r *Registry) reconcileAll() {
+	r.decide.Lock()
+	defer r.decide.Unlock()
+	names := map[string]bool{}
+	for _, s := range r.listSecrets() {
+		names[s.Labels[api.LabelCluster]] = true
+	}
+	for _, m := range r.List() {
+		names[m.Name] = names[m.Name] || m.secret != ""
+	}
+	for name, ok := range names {
+		if ok {
+			r.reconcile(name)
+		}
+	}
+	r.listed.Store(true)
+}
+
+// reconcile makes the registration of cluster name follow the Secrets that
+// name it (see the top of this file). The caller holds decide.
+func (r *Registry) reconcile(name string) {
+	secrets := r.naming(name)
+	if cur := r.get(name); cur != nil && cur.secret != "" && !cur.Retiring() && !slices.ContainsFunc(secrets, is(cur.secret)) {
+		r.remove(name, cur.Source) // its Secret went
+	}
+	cur := r.get(name)
+	if cur != nil && cur.Retiring() {
+		if len(secrets) > 0 {
+			klog.InfoS("Member Secret waits until the member it names is cleaned", "cluster", name, "secret", key(secrets[0]))
+		}
+		return
+	}
+	winner := holder(cur, secrets)
+	if winner != nil && (cur == nil || cur.secretRV != winner.ResourceVersion) {
+		r.register(winner)
+	}
+	for _, s := range secrets {
+		if s != winner {
+			r.refuse(s, refuse(reasonDuplicate, "%s: cluster %s is registered already, by %s: %s", sourceOf(s), name, heldBy(cur, winner), duplicateFix(cur)))
+		}
+	}
+}
+
+// holder is the Secret that registers the name, nil when a context holds it
+// or no Secret names it.
+func holder(cur *Member, secrets []*corev1.Secret) *corev1.Secret {
+	switch {
+	case cur != nil && cur.secret == "":
+		return nil
+	case cur != nil:
+		if i := slices.IndexFunc(secrets, is(cur.secret)); i >= 0 {
+			return secrets[i]
+		}
+	}
+	if len(secrets) > 0 {
+		return secrets[0]
+	}
+	return nil
+}
+
+func heldBy(cur *Member, winner *corev1.Secret) string {
+	if cur != nil {
+		return cur.Source
+	}
+	return sourceOf(winner)
+}
+
+func duplicateFix(cur *Member) string {
+	if cur != nil && cur.secret == "" {
+		return "a context always wins over a Secret; delete this Secret, or relabel it with another cluster name"
+	}
+	return "the Secret in use (else the oldest) wins, and this one is not used; delete whichever of the two is wrong (this one takes over once the other goes)"
+}
+
+// register makes the member a Secret registers; one that cannot be used
+// registers a broken member that says why: an unreachable member, never a
+// removed one, so nothing it provided is deleted because of a typo.
+func (r *Registry) register(s *corev1.Secret) {
+	name, source := s.Labels[api.LabelCluster], sourceOf(s)
+	m, err := fromSecret(name, source, s, r.opts.QPS, r.opts.Burst, r.opts.AllowInsecureTLS)
+	if err != nil {
+		r.refuse(s, err)
+		m = brokenMember(name, source, err)
+	} else {
+		r.unrefuse(s)
+	}
+	m.secret, m.secretRV = key(s), s.ResourceVersion
+	r.put(m)
+}
+
+// naming lists the Secrets that name cluster name, oldest first.
+func (r *Registry) naming(name string) []*corev1.Secret {
+	var out []*corev1.Secret
+	for _, s := range r.listSecrets() {
+		if s.Labels[api.LabelCluster] == name {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Secret) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func (r *Registry) listSecrets() []*corev1.Secret {
+	out, err := r.lister.List(labels.Everything())
+	if err != nil { // a cache lister never fails
+		klog.ErrorS(err, "Cannot list member Secrets")
+	}
+	return out
+}
+
+// refusalState is what was last reported of a refused Secret, so that a
+// refusal is logged and recorded once per change of the Secret.
+type refusalState struct{ rv, reason, msg string }
+
+// refuse reports that Secret s registers no usable member: logged, a
+// Warning Event on s, and counted in mcs_member_registrations_refused.
+func (r *Registry) refuse(s *corev1.Secret, err error) {
+	reason := reasonInvalid
+	if rf := (*refusal)(nil); errors.As(err, &rf) {
+		reason = rf.reason
+	}
+	now := refusalState{rv: s.ResourceVersion, reason: reason, msg: err.Error()}
+	was, ok := r.refused[key(s)]
+	if ok && was == now {
+		return
+	}
+	if ok {
+		refusedGauge.WithLabelValues(was.reason).Dec()
+	}
+	r.refused[key(s)] = now
+	refusedGauge.WithLabelValues(reason).Inc()
+	klog.ErrorS(err, "Member Secret refused", "cluster", s.Labels[api.LabelCluster], "secret", key(s), "reason", reason)
+	if r.opts.Recorder != nil {
+		r.opts.Recorder.Event(s, corev1.EventTypeWarning, EventRefused, err.Error())
+	}
+}
+
+func (r *Registry) unrefuse(s *corev1.Secret) {
+	if was, ok := r.refused[key(s)]; ok {
+		refusedGauge.WithLabelValues(was.reason).Dec()
+		delete(r.refused, key(s))
+	}
+}
+
+// forgetRefusals takes this registry's refusals out of the gauge, once it
+// stops.
+func (r *Registry) forgetRefusals() {
+	r.decide.Lock()
+	defer r.decide.Unlock()
+	for k, was := range r.refused {
+		refusedGauge.WithLabelValues(was.reason).Dec()
+		delete(r.refused, k)
+	}
+}
+
+// clusterNames are the names a Secret had and has.
+func clusterNames(old, cur *corev1.Secret) []string {
+	var out []string
+	for _, s := range []*corev1.Secret{old, cur} {
+		if s != nil && !slices.Contains(out, s.Labels[api.LabelCluster]) {
+			out = append(out, s.Labels[api.LabelCluster])
+		}
+	}
+	return out
+}
+
+func key(s *corev1.Secret) string { return s.Namespace + "/" + s.Name }
+
+func is(secret string) func(*corev1.Secret) bool {
+	return func(s *corev1.Secret) bool { return key(s) == secret }
+}
+
+func sourceOf(s *corev1.Secret) string { return "secret " + key(s) }
