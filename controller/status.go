@@ -31,6 +31,10 @@ const (
 	reasonClusterUnreachable = "ClusterUnreachable"
 )
 
+// reasonInvalidServiceName is the ServiceExport's Valid=False reason for a
+// name too long for derived-<name>; the MCS API names none for it.
+const reasonInvalidServiceName mcsv1b1.ServiceExportConditionReason = "InvalidServiceName"
+
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
 	upd := mcs.DeepCopy()
 	upd.Finalizers = append(upd.Finalizers, v1alpha1.Finalizer)
@@ -247,6 +251,8 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoService, fmt.Sprintf("%s has no Service %s", cluster, service))
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType, "an ExternalName Service cannot be exported")
+	case plan.Unexportable != "":
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, reasonInvalidServiceName, plan.Unexportable)
 	}
 	conflict := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoConflicts, "no conflict with the other exports")
 	if cf, ok := plan.Conflicts[cluster]; ok {

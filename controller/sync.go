@@ -38,8 +38,11 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	in := c.input(namespace, name, mcs)
 	plan := desired.Compute(in)
 	out := outcome{}
-	if plan.Invalid == "" {
+	switch {
+	case plan.Invalid == "" && plan.Unexportable == "":
 		c.applyMembers(ctx, namespace, name, plan, &out, seen)
+		c.reportExports(ctx, namespace, name, plan, &out)
+	case plan.Unexportable != "":
 		c.reportExports(ctx, namespace, name, plan, &out)
 	}
 	if mcs != nil {

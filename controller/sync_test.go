@@ -536,3 +536,23 @@ func TestBounded(t *testing.T) {
 		t.Error("a short message was changed")
 	}
 }
+
+// A Service name of 56 to 63 characters is legal, but derived-<name> would
+// not be: its ServiceExport is told why, and nothing is imported.
+func TestNameTooLongToExport(t *testing.T) {
+	long := strings.Repeat("a", 60)
+	f := newFixture(t, world{
+		m1: {ns1(), service(long, false, t0), slice(long, long+"-1", 1, "10.1.0.1"), export(long, t0)},
+		m2: {ns1()},
+	})
+	expect(t, "sync", f.sync("demo/"+long), writes{m1: {"update serviceexports/status demo/" + long}})
+	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), long, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(exp.Status.Conditions, "Valid")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "InvalidServiceName" || !strings.Contains(c.Message, "at most 55 characters") {
+		t.Errorf("Valid = %+v, want False InvalidServiceName saying at most 55 characters", c)
+	}
+	expect(t, "again", f.sync("demo/"+long), writes{})
+}

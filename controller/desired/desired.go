@@ -54,6 +54,10 @@ type Plan struct {
 	// Invalid, when set, says why the MultiClusterService cannot be
 	// followed; nothing is to change until it is fixed.
 	Invalid string
+	// Unexportable, when set, says why no member can export the service
+	// (its name cannot have a derived Service): its ServiceExports are
+	// told so, and nothing is imported.
+	Unexportable string
 	// Strategy enables native names (a MultiClusterService exists); "" does not.
 	Strategy api.Strategy
 	// Provision and Consumption are the clusters, sorted.
@@ -110,6 +114,13 @@ func Compute(in *Input) *Plan {
 			p.Unknown = append(p.Unknown, name)
 		}
 	}
+	if msg := exportable(in.Name); msg != "" {
+		p.Unexportable = msg
+		if in.MCS != nil {
+			p.Invalid = msg
+		}
+		return p
+	}
 	if msg := validate(in); msg != "" {
 		p.Invalid = msg
 		return p
@@ -130,12 +141,20 @@ func Compute(in *Input) *Plan {
 	return p
 }
 
+// exportable says why a Service of that name cannot be exported, or "".
+// A Service name may have 63 characters, derived-<name> then 71: there
+// would be no derived Service to give the ServiceImport its VIP, nor to
+// name the imported slices after.
+func exportable(name string) string {
+	if errs := validation.IsDNS1035Label(api.DerivedPrefix + name); len(errs) > 0 {
+		return fmt.Sprintf("service name %q cannot have a Service %s%s (at most %d characters): %s", name, api.DerivedPrefix, name, validation.DNS1035LabelMaxLength-len(api.DerivedPrefix), errs[0])
+	}
+	return ""
+}
+
 // validate checks what the API server may not have: the CRD can be older
 // than this controller, or installed without validation.
 func validate(in *Input) string {
-	if errs := validation.IsDNS1035Label(api.DerivedPrefix + in.Name); len(errs) > 0 {
-		return fmt.Sprintf("service name %q cannot have a Service %s%s: %s", in.Name, api.DerivedPrefix, in.Name, errs[0])
-	}
 	if in.MCS == nil {
 		return ""
 	}

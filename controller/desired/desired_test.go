@@ -161,8 +161,12 @@ func TestInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Compute(tc.in)
-			if !strings.Contains(p.Invalid, tc.want) {
-				t.Errorf("invalid %q, want it to say %q", p.Invalid, tc.want)
+			msg := p.Invalid
+			if tc.in.MCS == nil { // a name no ServiceExport can have
+				msg = p.Unexportable
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("invalid %q, unexportable %q, want it to say %q", p.Invalid, p.Unexportable, tc.want)
 			}
 			if p.Import != nil || len(p.Slices) > 0 || len(p.Consumption) > 0 {
 				t.Errorf("an invalid spec still plans %+v", p)
