@@ -217,15 +217,25 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 	if err != nil {
 		return err
 	}
-	derived, err := w.ensureDerived(ctx, name, plan.Import, imp)
-	if err != nil {
-		return err
+	derived, derivedErr := w.ensureDerived(ctx, name, plan.Import, imp)
+	if errors.Is(derivedErr, errLeftAlone) {
+		return derivedErr // slices would join the user's Service
+	}
+	if derivedErr != nil {
+		// The API server refused derived-<name>: the import and the slices
+		// are kept current all the same (the endpoints answer by name, the
+		// conditions say why there is no VIP), from the derived Service as
+		// it is, if there is one.
+		derived = w.service(api.DerivedPrefix + name)
 	}
 	if imp, err = w.fillImport(ctx, imp, plan, derived); err != nil {
-		return err
+		return errors.Join(derivedErr, err)
 	}
-	return w.syncSlices(ctx, name, plan, imp, seen)
+	return errors.Join(derivedErr, w.syncSlices(ctx, name, plan, imp, seen))
 }
+
+// errLeftAlone: a Service of the user's holds the name derived-<name>.
+var errLeftAlone = errors.New("left alone, and no slices imported")
 
 // ensureDerived makes derived-<name>: selector-less, owned by the import,
 // with the import's ports; headless when the import is.
@@ -233,7 +243,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	dname := api.DerivedPrefix + name
 	have := w.service(dname)
 	if have != nil && !ours(have) {
-		return nil, fmt.Errorf("Service %s/%s exists and is not managed by %s: left alone, and no slices imported", w.namespace, dname, api.ManagedBy)
+		return nil, fmt.Errorf("Service %s/%s exists and is not managed by %s: %w", w.namespace, dname, api.ManagedBy, errLeftAlone)
 	}
 	ports := make([]corev1.ServicePort, 0, len(want.Ports))
 	for _, p := range want.Ports {

@@ -129,13 +129,22 @@ func (o *outcome) applyFailed(cluster string, err error) {
 	defer o.mu.Unlock()
 	// Each of joined errors (one per slice) is a cause of its own, so that
 	// a condition names the first few and counts the rest.
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
+	for _, e := range flatten(err) {
 		o.applyErrs = append(o.applyErrs, cluster+": "+strings.ReplaceAll(e.Error(), "\n", "; "))
 	}
+}
+
+// flatten lists the errors that joined errors hold, however nested.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 func (o *outcome) err() error {

@@ -11,10 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -555,4 +557,28 @@ func TestNameTooLongToExport(t *testing.T) {
 		t.Errorf("Valid = %+v, want False InvalidServiceName saying at most 55 characters", c)
 	}
 	expect(t, "again", f.sync("demo/"+long), writes{})
+}
+
+// When the API server refuses derived-<svc>, the ServiceImport and the
+// slices are kept current all the same, and the condition says why.
+func TestDerivedRefused(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+	})
+	f.kube[m2].PrependReactor("create", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), "derived-foo", nil)
+	})
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2:  {"create serviceimports demo/foo", "update serviceimports/status demo/foo", "create endpointslices demo/imported-member1-foo-1"},
+	})
+	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `member2: create Service demo/…: Service "derived-foo" is invalid`) {
+		t.Errorf("EndpointSliceApplied %+v, want False naming member2's refused derived-foo", c)
+	}
+	if imp := f.importOf(m2, "foo"); len(imp.Spec.IPs) != 0 || len(imp.Status.Clusters) != 1 {
+		t.Errorf("import %+v, want no IPs and member1 as its cluster", imp)
+	}
 }

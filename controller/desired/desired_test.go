@@ -144,6 +144,69 @@ func TestPortMergeAndConflicts(t *testing.T) {
 	}
 }
 
+// validServicePorts says what the API server would refuse of a Service
+// with these ports: a port twice, a name twice, an unnamed one of several.
+func validServicePorts(ports []mcsv1b1.ServicePort) string {
+	keys, names := map[string]bool{}, map[string]bool{}
+	for _, p := range ports {
+		key := fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		switch {
+		case keys[key]:
+			return "port " + key + " twice"
+		case names[p.Name]:
+			return fmt.Sprintf("name %q twice", p.Name)
+		case p.Name == "" && len(ports) > 1:
+			return "an unnamed port among several"
+		}
+		keys[key], names[p.Name] = true, true
+	}
+	return ""
+}
+
+// The KEP's port merge: a port is its number and protocol; the older
+// export's definition wins; the union is always a valid Service.
+func TestPortMergeByNumber(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		older, newer []corev1.ServicePort
+		want         []mcsv1b1.ServicePort
+		conflict     string // in newer's PortConflict message; "" for none
+	}{
+		{"same port, other name", []corev1.ServicePort{port("http", 80, "")}, []corev1.ServicePort{port("web", 80, "")},
+			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, `named "web", but an older export has it named "http"`},
+		{"named and unnamed", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("http", 80, "")},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "port 80/TCP is named \"http\", but an older export has it unnamed"},
+		{"an unnamed port cannot join", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("", 81, "")},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "unnamed port is 81/TCP"},
+		{"a second port needs names", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("metrics", 9090, "")},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "must name each"},
+		{"other protocol, same number", []corev1.ServicePort{port("dns", 53, "UDP")}, []corev1.ServicePort{port("dns-tcp", 53, "TCP")},
+			[]mcsv1b1.ServicePort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "dns-tcp", Port: 53, Protocol: "TCP"}}, ""},
+		{"the same", []corev1.ServicePort{port("http", 80, "")}, []corev1.ServicePort{port("http", 80, "TCP")},
+			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(&Input{Name: "foo", Members: map[string]Member{
+				"old":   {Known: true, Export: exportAt(0), Service: svc(false, tc.older...)},
+				"newer": {Known: true, Export: exportAt(5), Service: svc(false, tc.newer...)},
+			}})
+			if !slices.Equal(p.Import.Ports, tc.want) {
+				t.Errorf("ports %+v, want %+v", p.Import.Ports, tc.want)
+			}
+			c, has := p.Conflicts["newer"]
+			switch {
+			case tc.conflict == "" && has:
+				t.Errorf("conflict %+v, want none", c)
+			case tc.conflict != "" && (c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, tc.conflict)):
+				t.Errorf("conflict %+v, want a PortConflict saying %q", c, tc.conflict)
+			}
+			if _, has := p.Conflicts["old"]; has {
+				t.Errorf("the older export has a conflict")
+			}
+		})
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	members := map[string]Member{"m1": {Known: true, Service: svc(false)}}
 	for _, tc := range []struct {
@@ -233,7 +296,13 @@ func FuzzCompute(f *testing.F) {
 			}
 			m := Member{Known: b(0)%4 != 0}
 			if b(1)%3 != 0 {
-				m.Service = svc(b(1)%2 == 0, port(portName, number+int32(b(2)), corev1.Protocol(portName)))
+				// Names from a small set, so that providers share, differ
+				// in, or leave out a port's name.
+				names := []string{"", portName, "http"}
+				m.Service = svc(b(1)%2 == 0, port(names[b(2)%3], number+int32(b(2)%4), corev1.Protocol(portName)))
+				if b(0)%2 == 0 {
+					m.Service.Spec.Ports = append(m.Service.Spec.Ports, port(names[(b(2)+1)%3], number+int32(b(3)%4), corev1.ProtocolUDP))
+				}
 			}
 			if b(2)%2 == 0 {
 				m.Export = exportAt(int(b(3)))
@@ -249,8 +318,13 @@ func FuzzCompute(f *testing.F) {
 			in.MCS = multi(api.Strategy(portName), nil, nil)
 		}
 		p := Compute(in)
-		if p.Invalid != "" {
+		if p.Invalid != "" || p.Unexportable != "" {
 			return
+		}
+		if p.Import != nil {
+			if err := validServicePorts(p.Import.Ports); err != "" {
+				t.Errorf("ports %+v would make a derived Service the API server refuses: %s", p.Import.Ports, err)
+			}
 		}
 		for _, s := range p.Slices {
 			if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
@@ -19,39 +20,69 @@ type candidate struct {
 }
 
 // shape merges the provision clusters' Services into the ServiceImport's
-// shape (KEP-1645): the oldest decides the type, ports are the union, and a
-// port of the same name that differs in number or protocol loses to the
-// older one. Losers are recorded in p.Conflicts.
+// shape (KEP-1645): the oldest decides the type, ports are the union, and
+// where the Services define a port otherwise the older one wins. Losers
+// are recorded in p.Conflicts.
 func (p *Plan) shape(in *Input) *Import {
 	cands := candidates(in, p.Provision)
 	if len(cands) == 0 {
 		return nil
 	}
 	imp := &Import{Headless: IsHeadless(cands[0].svc)}
-	byName := map[string]mcsv1b1.ServicePort{}
 	for _, c := range cands {
 		imp.Clusters = append(imp.Clusters, c.cluster)
 		if IsHeadless(c.svc) != imp.Headless {
-			p.Conflicts[c.cluster] = Conflict{mcsv1b1.ServiceExportReasonTypeConflict,
-				fmt.Sprintf("%s's Service is %s, but the oldest export (%s) is %s", c.cluster, kind(c.svc), cands[0].cluster, kind(cands[0].svc))}
+			p.conflict(c.cluster, mcsv1b1.ServiceExportReasonTypeConflict,
+				fmt.Sprintf("%s's Service is %s, but the oldest export (%s) is %s", c.cluster, kind(c.svc), cands[0].cluster, kind(cands[0].svc)))
 		}
 		for _, sp := range c.svc.Spec.Ports {
-			port := importPort(sp)
-			prev, seen := byName[port.Name]
-			switch {
-			case !seen:
-				byName[port.Name] = port
-				imp.Ports = append(imp.Ports, port)
-			case prev.Port != port.Port || prev.Protocol != port.Protocol:
-				if _, has := p.Conflicts[c.cluster]; !has {
-					p.Conflicts[c.cluster] = Conflict{mcsv1b1.ServiceExportReasonPortConflict,
-						fmt.Sprintf("%s's port %q is %d/%s, but an older export has %d/%s", c.cluster, port.Name, port.Port, port.Protocol, prev.Port, prev.Protocol)}
-				}
+			var why string
+			imp.Ports, why = addPort(imp.Ports, importPort(sp))
+			if why != "" {
+				p.conflict(c.cluster, mcsv1b1.ServiceExportReasonPortConflict, c.cluster+"'s "+why)
 			}
 		}
 	}
 	slices.Sort(imp.Clusters)
 	return imp
+}
+
+// conflict records the first conflict of a cluster.
+func (p *Plan) conflict(cluster string, reason mcsv1b1.ServiceExportConditionReason, msg string) {
+	if _, has := p.Conflicts[cluster]; !has {
+		p.Conflicts[cluster] = Conflict{reason, msg}
+	}
+}
+
+// addPort adds a newer export's port to the older exports' ports, or says
+// why it cannot: a port is its number and protocol, and the derived
+// Service must be one the API server accepts (each port once, each name
+// once, every port named when there are several).
+func addPort(ports []mcsv1b1.ServicePort, sp mcsv1b1.ServicePort) ([]mcsv1b1.ServicePort, string) {
+	if i := slices.IndexFunc(ports, func(p mcsv1b1.ServicePort) bool { return p.Port == sp.Port && p.Protocol == sp.Protocol }); i >= 0 {
+		if have := ports[i]; have.Name != sp.Name || !equality.Semantic.DeepEqual(have.AppProtocol, sp.AppProtocol) {
+			return ports, fmt.Sprintf("port %d/%s is %s, but an older export has it %s: the older one is used", sp.Port, sp.Protocol, describe(sp), describe(have))
+		}
+		return ports, ""
+	}
+	if i := slices.IndexFunc(ports, func(p mcsv1b1.ServicePort) bool { return p.Name == sp.Name }); i >= 0 {
+		return ports, fmt.Sprintf("%s port is %d/%s, but an older export's is %d/%s", describe(sp), sp.Port, sp.Protocol, ports[i].Port, ports[i].Protocol)
+	}
+	if len(ports) > 0 && (sp.Name == "" || ports[0].Name == "") {
+		return ports, fmt.Sprintf("port %d/%s cannot join the older exports' %d/%s: a Service with several ports must name each", sp.Port, sp.Protocol, ports[0].Port, ports[0].Protocol)
+	}
+	return append(ports, sp), ""
+}
+
+func describe(sp mcsv1b1.ServicePort) string {
+	out := "unnamed"
+	if sp.Name != "" {
+		out = fmt.Sprintf("named %q", sp.Name)
+	}
+	if sp.AppProtocol != nil {
+		out += fmt.Sprintf(" with appProtocol %q", *sp.AppProtocol)
+	}
+	return out
 }
 
 func candidates(in *Input, provision []string) []candidate {
