@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -50,23 +51,13 @@ func (c *Controller) watchMCS(ctx context.Context) error {
 }
 
 func (c *Controller) awaitCRD(ctx context.Context) {
-	t := time.NewTicker(c.crdPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	err := wait.PollUntilContextCancel(ctx, c.crdPoll, false, func(context.Context) (bool, error) {
 		served, err := mcsapi.Serves(c.opts.HubMCS.Discovery(), v1alpha1.SchemeGroupVersion, v1alpha1.MultiClusterServiceResource.Resource)
-		if err != nil || !served {
-			continue
-		}
-		if c.startMCS(ctx) == nil {
-			klog.InfoS("The hub serves MultiClusterServices now")
-			c.enqueueAll()
-		}
-		return
+		return err == nil && served, nil
+	})
+	if err == nil && c.startMCS(ctx) == nil {
+		klog.InfoS("The hub serves MultiClusterServices now")
+		c.enqueueAll()
 	}
 }
 

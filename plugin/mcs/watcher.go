@@ -145,31 +145,27 @@ func (w *watcher) waitSynced(ctx context.Context, ws []watched) bool {
 // ServiceImports: a cluster without the MCS API is one without imports,
 // until the CRDs are installed.
 func (w *watcher) awaitImports(ctx context.Context) {
-	t := time.NewTicker(w.importPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		gv, served, err := w.importVersion()
-		if err != nil || !served {
-			continue // an unreachable API server shows in api_status
-		}
-		w.mu.Lock()
-		if ctx.Err() != nil { // stopped: the factories are shut down
-			w.mu.Unlock()
-			return
-		}
-		n := len(w.informers)
-		w.startImports(ctx, gv)
-		imports := w.informers[n:]
+	var gv schema.GroupVersion
+	// An unreachable API server shows in api_status, not here.
+	err := wait.PollUntilContextCancel(ctx, w.importPoll, false, func(context.Context) (bool, error) {
+		v, served, err := w.importVersion()
+		gv = v
+		return err == nil && served, nil
+	})
+	if err != nil {
+		return // stopped
+	}
+	w.mu.Lock()
+	if ctx.Err() != nil { // stopped: the factories are shut down
 		w.mu.Unlock()
-		if w.waitSynced(ctx, imports) {
-			log.Infof("ServiceImport %s is served now: answering imports", gv.Version)
-		}
 		return
+	}
+	n := len(w.informers)
+	w.startImports(ctx, gv)
+	imports := w.informers[n:]
+	w.mu.Unlock()
+	if w.waitSynced(ctx, imports) {
+		log.Infof("ServiceImport %s is served now: answering imports", gv.Version)
 	}
 }
 
