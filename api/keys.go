@@ -54,7 +54,8 @@ const (
 	DerivedPrefix = "derived-"
 
 	// ImportedPrefix starts the name of every imported EndpointSlice:
-	// imported-<source cluster>-<source slice>.
+	// imported-<source cluster>-<source slice>, with a hash appended when
+	// that passes 253 characters or two sources would spell the same name.
 	ImportedPrefix = "imported-"
 )
 

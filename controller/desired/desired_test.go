@@ -279,6 +279,36 @@ func TestImportedName(t *testing.T) {
 	}
 }
 
+// Cluster a's slice b-c and cluster a-b's slice c spell the same
+// imported-a-b-c: each gets a name of its own, the same at every sync.
+func TestImportedNamesNeverClash(t *testing.T) {
+	in := &Input{Name: "foo", Members: map[string]Member{
+		"a":   {Known: true, Export: exportAt(0), Service: svc(false), Slices: []*discoveryv1.EndpointSlice{slice("b-c", "10.0.0.1")}},
+		"a-b": {Known: true, Export: exportAt(1), Service: svc(false), Slices: []*discoveryv1.EndpointSlice{slice("c", "10.0.0.2")}},
+		"x":   {Known: true, Export: exportAt(2), Service: svc(false), Slices: []*discoveryv1.EndpointSlice{slice("y", "10.0.0.3")}},
+	}}
+	p := Compute(in)
+	names := map[string]string{}
+	for _, s := range p.Slices {
+		if other, ok := names[s.Name]; ok {
+			t.Fatalf("%s and %s are both imported as %s", other, s.Labels[mcsv1b1.LabelSourceCluster], s.Name)
+		}
+		names[s.Name] = s.Labels[mcsv1b1.LabelSourceCluster]
+		if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {
+			t.Errorf("%s: %v", s.Name, errs)
+		}
+	}
+	if _, ok := names["imported-x-y"]; !ok {
+		t.Errorf("names %v: a slice without a clash must keep its plain name", names)
+	}
+	again := Compute(in)
+	for i := range p.Slices {
+		if again.Slices[i].Name != p.Slices[i].Name {
+			t.Errorf("not the same at the next sync: %s, %s", p.Slices[i].Name, again.Slices[i].Name)
+		}
+	}
+}
+
 // FuzzCompute feeds the planner members with odd Services and slices: it
 // must never panic, and what it plans must be writable.
 func FuzzCompute(f *testing.F) {
@@ -326,7 +356,12 @@ func FuzzCompute(f *testing.F) {
 				t.Errorf("ports %+v would make a derived Service the API server refuses: %s", p.Import.Ports, err)
 			}
 		}
+		seen := map[string]bool{}
 		for _, s := range p.Slices {
+			if seen[s.Name] {
+				t.Errorf("two imported slices named %s", s.Name)
+			}
+			seen[s.Name] = true
 			if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {
 				t.Errorf("imported slice name %q: %v", s.Name, errs)
 			}

@@ -18,6 +18,7 @@ import (
 // importedSlices copies every source slice of the provision clusters that
 // have the Service into the slice a consumption cluster gets.
 func importedSlices(in *Input, clusters []string) (out []*discoveryv1.EndpointSlice, skipped []string) {
+	var sources []string // the source slice of each of out
 	for _, c := range clusters {
 		for _, s := range in.Members[c].Slices {
 			if s.AddressType == discoveryv1.AddressTypeFQDN {
@@ -25,9 +26,37 @@ func importedSlices(in *Input, clusters []string) (out []*discoveryv1.EndpointSl
 				continue
 			}
 			out = append(out, Imported(c, in.Name, s))
+			sources = append(sources, s.Name)
 		}
 	}
-	return out, skipped
+	return disambiguate(out, sources), skipped
+}
+
+// disambiguate renames imported slices whose names clash: cluster a's
+// slice b-c and cluster a-b's slice c are both imported-a-b-c, and the
+// controller would overwrite one with the other at every sync (a member
+// that picks its slice names could shadow another's on purpose). Every
+// claimant of a clashing name gets the name with a hash of its own cluster
+// and slice instead; a second pass catches a plain name that happens to
+// be such a hashed one.
+func disambiguate(slices []*discoveryv1.EndpointSlice, sources []string) []*discoveryv1.EndpointSlice {
+	for range 3 {
+		claims := map[string]int{}
+		for _, s := range slices {
+			claims[s.Name]++
+		}
+		clash := false
+		for i, s := range slices {
+			if claims[s.Name] > 1 {
+				s.Name = uniqueName(s.Labels[mcsv1b1.LabelSourceCluster], sources[i])
+				clash = true
+			}
+		}
+		if !clash {
+			break
+		}
+	}
+	return slices
 }
 
 // Imported is source slice s of cluster's service svc as a consumption
@@ -69,8 +98,22 @@ func ImportedName(cluster, slice string) string {
 	if len(name) <= validation.DNS1123SubdomainMaxLength {
 		return name
 	}
-	sum := sha256.Sum256([]byte(name))
+	return withHash(name, name)
+}
+
+// uniqueName is imported-<cluster>-<slice> with a hash of the pair: two
+// pairs that spell the same name get two names.
+func uniqueName(cluster, slice string) string {
+	return withHash(api.ImportedPrefix+cluster+"-"+slice, cluster+"/"+slice)
+}
+
+// withHash is name, cut to leave room, then "-" and ten hex digits of the
+// hash of what.
+func withHash(name, what string) string {
+	sum := sha256.Sum256([]byte(what))
 	suffix := "-" + hex.EncodeToString(sum[:])[:10]
-	head := strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], ".-")
-	return head + suffix
+	if len(name)+len(suffix) > validation.DNS1123SubdomainMaxLength {
+		name = name[:validation.DNS1123SubdomainMaxLength-len(suffix)]
+	}
+	return strings.TrimRight(name, ".-") + suffix
 }
