@@ -88,6 +88,12 @@ func (w *writer) do(kind, verb string, fn func() error) error {
 
 func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == api.ManagedBy }
 
+// derivedService reports whether s is a derived Service: the controller
+// gives those, and only those, a ServiceImport as owner.
+func derivedService(s *corev1.Service) bool {
+	return slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == mcsv1b1.ServiceImportKindName })
+}
+
 func oursSlice(s *discoveryv1.EndpointSlice) bool {
 	return s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy
 }
@@ -135,7 +141,10 @@ func latest[P interface {
 func (w *writer) propagate(ctx context.Context, name string, want *corev1.Service) error {
 	have := w.service(name)
 	switch {
-	case have != nil && !ours(have):
+	case have != nil && (!ours(have) || derivedService(have)):
+		// The user's, or the derived Service of the service whose
+		// derived- name this one's name is (a Service named derived-foo
+		// beside foo): not a propagated one.
 		return nil
 	case want == nil && have == nil:
 		return nil

@@ -249,9 +249,11 @@ func (c *Controller) enqueueRelevant(obj any) {
 	}
 }
 
-// serviceEvent queues the service a Service is, or is the derived- name of:
-// also when that one is someone else's (Karmada's, say), so that the
-// controller takes the name over as soon as it is deleted.
+// serviceEvent queues the service a Service is, and the one it is the
+// derived- name of: also when that one is someone else's (Karmada's, say),
+// so that the controller takes the name over as soon as it is deleted. A
+// user's Service named derived-foo may be a multi-cluster service of its
+// own besides: both are queued.
 func (c *Controller) serviceEvent(obj any) {
 	a, ok := metaOf(obj)
 	if !ok {
@@ -259,7 +261,6 @@ func (c *Controller) serviceEvent(obj any) {
 	}
 	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
 		c.enqueue(a.namespace, svc)
-		return
 	}
 	c.enqueueRelevant(obj)
 }

@@ -582,3 +582,39 @@ func TestDerivedRefused(t *testing.T) {
 		t.Errorf("import %+v, want no IPs and member1 as its cluster", imp)
 	}
 }
+
+// A user's Service named derived-bar beside bar: bar's import is reported
+// and left alone in that cluster, derived-bar is exported as a service of
+// its own, and a change to it queues both.
+func TestServiceNamedDerived(t *testing.T) {
+	users := service("derived-bar", false, t0)
+	f := newFixture(t, world{
+		m1: {ns1(), service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.1"), export("bar", t0)},
+		m2: {ns1(), users, slice("derived-bar", "derived-bar-1", 1, "10.2.0.1"), export("derived-bar", t0)},
+		m3: {ns1()},
+	})
+	f.sync("demo/bar")
+	f.sync("demo/derived-bar")
+	if got := f.sliceOf(m3, "imported-member2-derived-bar-1"); got.Labels["kubernetes.io/service-name"] != "derived-derived-bar" {
+		t.Errorf("derived-bar's slice in member3 is for %s", got.Labels["kubernetes.io/service-name"])
+	}
+	if got := f.serviceOf(m2, "derived-bar"); got.Labels[api.LabelManagedBy] != "" || got.Spec.Selector["app"] != "derived-bar" {
+		t.Errorf("the user's derived-bar was changed: %+v", got)
+	}
+	expect(t, "bar again", f.sync("demo/bar"), writes{})
+	expect(t, "derived-bar again", f.sync("demo/derived-bar"), writes{})
+	queued(f.c, "") // empty the queue
+	changed := users.DeepCopy()
+	changed.Spec.Ports[0].Port = 81
+	f.change(m2, changed, "update")
+	var keys []string
+	for f.c.queue.Len() > 0 {
+		k, _ := f.c.queue.Get()
+		f.c.queue.Done(k)
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"demo/bar", "demo/derived-bar"}; !slices.Equal(keys, want) {
+		t.Errorf("a change to the user's derived-bar queued %v, want %v", keys, want)
+	}
+}
