@@ -63,6 +63,9 @@ type Controller struct {
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
 	seen sync.Map
+	// lastValid holds, per key, the spec of the MultiClusterService's last
+	// valid generation (see followed).
+	lastValid sync.Map
 }
 
 // New makes a Controller; the registry's handlers must be the ones

@@ -37,13 +37,14 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 	in := c.input(namespace, name, mcs)
 	plan := desired.Compute(in)
+	followed := c.followed(key, in, plan)
 	out := outcome{}
 	switch {
-	case plan.Invalid == "" && plan.Unexportable == "":
-		c.applyMembers(ctx, namespace, name, plan, &out, seen)
-		c.reportExports(ctx, namespace, name, plan, &out)
-	case plan.Unexportable != "":
-		c.reportExports(ctx, namespace, name, plan, &out)
+	case followed.Invalid == "" && followed.Unexportable == "":
+		c.applyMembers(ctx, namespace, name, followed, &out, seen)
+		c.reportExports(ctx, namespace, name, followed, &out)
+	case followed.Unexportable != "":
+		c.reportExports(ctx, namespace, name, followed, &out)
 	}
 	if mcs != nil {
 		if err := c.report(ctx, mcs, plan, &out); err != nil {
@@ -51,10 +52,38 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		}
 	}
 	if plan.Invalid != "" {
-		klog.InfoS("Not syncing an invalid MultiClusterService", "service", key, "reason", plan.Invalid)
-		return nil // fixed by an update, which queues the key again
+		klog.InfoS("Invalid MultiClusterService: following its last valid spec, if any", "service", key, "reason", plan.Invalid, "followed", followed != plan)
+		if followed == plan {
+			return nil // fixed by an update, which queues the key again
+		}
 	}
 	return out.err()
+}
+
+// followed is the plan a sync applies: plan, or while the
+// MultiClusterService's spec is invalid (a typo), the plan of its last
+// valid spec, so that a typo never freezes the endpoints a service already
+// serves. The last valid spec is kept in memory only: after a restart an
+// invalid spec freezes the service until it is fixed.
+func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan) *desired.Plan {
+	switch {
+	case in.MCS == nil:
+		c.lastValid.Delete(key)
+	case plan.Invalid == "":
+		c.lastValid.Store(key, in.MCS.Spec.DeepCopy())
+	default:
+		spec, ok := c.lastValid.Load(key)
+		if !ok {
+			return plan
+		}
+		prev := *in
+		prev.MCS = in.MCS.DeepCopy()
+		prev.MCS.Spec = *spec.(*v1alpha1.MultiClusterServiceSpec)
+		if p := desired.Compute(&prev); p.Invalid == "" {
+			return p
+		}
+	}
+	return plan
 }
 
 // input gathers what the caches hold of the service. A MultiClusterService

@@ -337,7 +337,8 @@ func queued(c *Controller, key string) bool {
 	return false
 }
 
-// A typo in the spec is reported, and changes nothing already synced.
+// A typo in the spec is reported, changes nothing already synced, and
+// the last valid spec is still followed.
 func TestInvalidSpec(t *testing.T) {
 	f := newFixture(t, world{
 		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
@@ -354,10 +355,15 @@ func TestInvalidSpec(t *testing.T) {
 		}
 	}
 	f.sliceOf(m2, "imported-member1-foo-1") // still there
-	// Source changes are not followed while the spec is invalid.
+	// The last valid spec is still followed: the endpoints stay current.
 	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
-	expect(t, "a change while invalid", f.sync("demo/foo"), writes{})
+	expect(t, "a change while invalid", f.sync("demo/foo"), writes{m2: {"update endpointslices demo/imported-member1-foo-1"}})
 	awaitEvent(t, f, "foo", reasonInvalidSpec)
+	// A restarted controller never saw a valid spec: it changes nothing.
+	f.restart()
+	f.change(m1, slice("foo", "foo-1", 3, "10.1.0.1"), "update")
+	expect(t, "a change while invalid, after a restart", f.sync("demo/foo"), writes{})
+	f.sliceOf(m2, "imported-member1-foo-1")
 }
 
 // awaitEvent waits for an Event of reason on MultiClusterService name:
