@@ -63,8 +63,8 @@ type Controller struct {
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
 	seen sync.Map
-	// lastValid holds, per key, the spec of the MultiClusterService's last
-	// valid generation (see followed).
+	// lastValid holds, per key, the MultiClusterService as it was when its
+	// spec was last valid (see followed).
 	lastValid sync.Map
 }
 

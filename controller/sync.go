@@ -70,15 +70,16 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 	case in.MCS == nil:
 		c.lastValid.Delete(key)
 	case plan.Invalid == "":
-		c.lastValid.Store(key, in.MCS.Spec.DeepCopy())
+		// The informer's object, never changed in place: no copy per sync.
+		c.lastValid.Store(key, in.MCS)
 	default:
-		spec, ok := c.lastValid.Load(key)
+		last, ok := c.lastValid.Load(key)
 		if !ok {
 			return plan
 		}
 		prev := *in
 		prev.MCS = in.MCS.DeepCopy()
-		prev.MCS.Spec = *spec.(*v1alpha1.MultiClusterServiceSpec)
+		prev.MCS.Spec = *last.(*v1alpha1.MultiClusterService).Spec.DeepCopy()
 		if p := desired.Compute(&prev); p.Invalid == "" {
 			return p
 		}
