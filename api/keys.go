@@ -42,6 +42,9 @@ const (
 	// member cluster by name; the Secret's KeyKubeconfig holds its kubeconfig.
 	LabelCluster  = GroupName + "/cluster"
 	KeyKubeconfig = "kubeconfig"
+	// AnnotationExportNamespaces on such a Secret bounds the namespaces
+	// the member may export from: a comma-separated list ("" for none).
+	AnnotationExportNamespaces = GroupName + "/export-namespaces"
 
 	// LeaseNamespace holds the Leases source-<cluster> in every member.
 	LeaseNamespace = "mcs-system"

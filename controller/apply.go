@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -31,7 +32,8 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	// write would only wait for its time-out. It is synced again when it
 	// answers; what it provided stays imported meanwhile.
 	if ok, _ := m.Reachable(); !ok || !m.Synced() {
-		if plan.TakesPart(m.Name) {
+		// An unknown member may provide: its Service is not known.
+		if plan.TakesPart(m.Name) || plan.IsUnknown(m.Name) {
 			out.cannotReach(m.Name, m.Err())
 		}
 		return
@@ -247,7 +249,7 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 var errLeftAlone = errors.New("left alone, and no slices imported")
 
 // ensureDerived makes derived-<name>: selector-less, owned by the import,
-// with the import's ports; headless when the import is.
+// with the import's ports and IP families; headless when the import is.
 func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.Import, imp *mcsv1b1.ServiceImport) (*corev1.Service, error) {
 	dname := api.DerivedPrefix + name
 	have := w.service(dname)
@@ -262,7 +264,10 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	if have == nil {
 		s := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}, OwnerReferences: owner},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports},
+			Spec: corev1.ServiceSpec{
+				Type: corev1.ServiceTypeClusterIP, Ports: ports,
+				IPFamilyPolicy: want.IPFamilyPolicy, IPFamilies: slices.Clone(want.IPFamilies),
+			},
 		}
 		if want.Headless {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
@@ -272,21 +277,48 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		}
 		return w.service(dname), nil
 	}
-	if desired.IsHeadless(have) != want.Headless { // clusterIP is immutable: recreate
+	upd := have.DeepCopy()
+	families, recreate := setFamilies(upd, want)
+	if desired.IsHeadless(have) != want.Headless || recreate { // clusterIP and the first family are immutable
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
 		}
 		return w.ensureDerived(ctx, name, want, imp)
 	}
-	if samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) {
+	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) {
 		return have, nil
 	}
-	upd := have.DeepCopy()
 	upd.Spec.Ports, upd.OwnerReferences = ports, owner
 	if err := w.updateService(ctx, upd); err != nil {
 		return nil, err
 	}
 	return w.service(dname), nil
+}
+
+// setFamilies makes s's IP families what want asks (desired/families.go),
+// and reports whether it changed them, or whether s must be made anew
+// because its first family is another. The API server keeps the families
+// a dual-stack policy gave; only the policy is compared then.
+func setFamilies(s *corev1.Service, want *desired.Import) (changed, recreate bool) {
+	have := ptr.Deref(s.Spec.IPFamilyPolicy, "")
+	switch {
+	case want.IPFamilyPolicy == nil:
+		return false, false
+	case *want.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack:
+		if have == corev1.IPFamilyPolicyPreferDualStack || have == corev1.IPFamilyPolicyRequireDualStack {
+			return false, false
+		}
+		s.Spec.IPFamilyPolicy = want.IPFamilyPolicy
+		return true, false
+	case len(s.Spec.IPFamilies) > 0 && s.Spec.IPFamilies[0] != want.IPFamilies[0]:
+		return false, true
+	case have == corev1.IPFamilyPolicySingleStack && len(s.Spec.IPFamilies) == 1:
+		return false, false
+	}
+	// Single-stack again: the API server keeps the first address only.
+	s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = want.IPFamilyPolicy, slices.Clone(want.IPFamilies)
+	s.Spec.ClusterIPs = s.Spec.ClusterIPs[:min(1, len(s.Spec.ClusterIPs))]
+	return true, false
 }
 
 func (w *writer) importOwner(imp *mcsv1b1.ServiceImport) []metav1.OwnerReference {

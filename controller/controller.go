@@ -46,6 +46,10 @@ type Options struct {
 	// empty: every namespace.
 	Namespaces []string
 	Workers    int
+	// Namespace is the controller's own namespace: its services are never
+	// exported (see protected.go), nor are those AllowExport does not name.
+	Namespace   string
+	AllowExport []string
 }
 
 // Controller syncs every multi-cluster service.

@@ -71,6 +71,10 @@ type fixture struct {
 	down map[string]bool                   // members whose probes fail
 
 	noCRD atomic.Bool // the hub serves no MultiClusterService
+
+	opts       Options             // what the controller runs with, besides clients
+	bounds     map[string][]string // members' --export-namespaces
+	maxObjects int                 // --member-max-objects
 }
 
 // option changes a fixture before its controller starts.
@@ -84,6 +88,15 @@ func alphaMembers(names ...string) option {
 		}
 	}
 }
+
+// withOptions runs the controller with its namespace and allowed exports.
+func withOptions(o Options) option { return func(f *fixture) { f.opts = o } }
+
+// withBounds bounds the namespaces members export from, by member.
+func withBounds(b map[string][]string) option { return func(f *fixture) { f.bounds = b } }
+
+// withMaxObjects bounds the objects each member's informers may hold.
+func withMaxObjects(n int) option { return func(f *fixture) { f.maxObjects = n } }
 
 // withoutCRD: the hub serves no MultiClusterService until serveCRD.
 func withoutCRD() option { return func(f *fixture) { f.noCRD.Store(true) } }
@@ -141,13 +154,15 @@ func (f *fixture) start() {
 	}
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
-		Ready: f.ready,
+		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.reg = reg
-	f.c = New(Options{HubKube: f.hubKube, HubMCS: f.hubMCS, Members: reg, Workers: 1})
+	opts := f.opts
+	opts.HubKube, opts.HubMCS, opts.Members, opts.Workers = f.hubKube, f.hubMCS, reg, 1
+	f.c = New(opts)
 	f.c.crdPoll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -265,14 +280,42 @@ func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int
 		}
 		if a.GetVerb() == "create" {
 			m.SetUID(types.UID(fmt.Sprintf("uid-%d", rv.Add(1))))
-			if s, ok := obj.(*corev1.Service); ok && s.Spec.ClusterIP == "" {
-				s.Spec.ClusterIP = fmt.Sprintf("10.96.0.%d", rv.Load()%250+1)
-				s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
-			}
+		}
+		if s, ok := obj.(*corev1.Service); ok && s.Spec.ClusterIP != corev1.ClusterIPNone {
+			allocate(s, rv.Load())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
 		return false, nil, nil
 	})
+}
+
+// allocate gives a Service the ClusterIPs a dual-stack API server would,
+// IPv4 first by default: one of each family its policy asks for, keeping
+// those it has. A Service that states no policy gets one IPv4 address.
+func allocate(s *corev1.Service, n int64) {
+	primary, other := corev1.IPv4Protocol, corev1.IPv6Protocol
+	if len(s.Spec.IPFamilies) > 0 && s.Spec.IPFamilies[0] == corev1.IPv6Protocol {
+		primary, other = other, primary
+	}
+	families := []corev1.IPFamily{primary}
+	if p := s.Spec.IPFamilyPolicy; p != nil && *p != corev1.IPFamilyPolicySingleStack {
+		families = append(families, other)
+	}
+	var ips []string
+	for i, family := range families {
+		switch {
+		case i < len(s.Spec.ClusterIPs):
+			ips = append(ips, s.Spec.ClusterIPs[i])
+		case family == corev1.IPv6Protocol:
+			ips = append(ips, fmt.Sprintf("fd00::%x", n%250+1))
+		default:
+			ips = append(ips, fmt.Sprintf("10.96.0.%d", n%250+1))
+		}
+	}
+	if s.Spec.IPFamilyPolicy != nil {
+		s.Spec.IPFamilies = families
+	}
+	s.Spec.ClusterIPs, s.Spec.ClusterIP = ips, ips[0]
 }
 
 func (f *fixture) logWrite(cluster string, a clienttesting.Action) {

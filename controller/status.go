@@ -31,10 +31,6 @@ const (
 	reasonClusterUnreachable = "ClusterUnreachable"
 )
 
-// reasonInvalidServiceName is the ServiceExport's Valid=False reason for a
-// name too long for derived-<name>; the MCS API names none for it.
-const reasonInvalidServiceName mcsv1b1.ServiceExportConditionReason = "InvalidServiceName"
-
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
 	upd := mcs.DeepCopy()
 	upd.Finalizers = append(upd.Finalizers, v1alpha1.Finalizer)
@@ -91,10 +87,15 @@ func (c *Controller) event(mcs *v1alpha1.MultiClusterService, cond metav1.Condit
 // names the clusters and the causes.
 func conditions(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) []metav1.Condition {
 	if plan.Invalid != "" {
+		// A protected service is not the spec's fault: it says so.
+		reason := reasonInvalidSpec
+		if plan.Unexportable != nil && plan.Unexportable.Reason == desired.ReasonProtected {
+			reason = string(desired.ReasonProtected)
+		}
 		return []metav1.Condition{
-			falseCond(v1alpha1.ServiceApplied, reasonInvalidSpec, plan.Invalid),
-			falseCond(v1alpha1.EndpointSliceCollected, reasonInvalidSpec, plan.Invalid),
-			falseCond(v1alpha1.EndpointSliceApplied, reasonInvalidSpec, plan.Invalid),
+			falseCond(v1alpha1.ServiceApplied, reason, plan.Invalid),
+			falseCond(v1alpha1.EndpointSliceCollected, reason, plan.Invalid),
+			falseCond(v1alpha1.EndpointSliceApplied, reason, plan.Invalid),
 		}
 	}
 	return []metav1.Condition{serviceApplied(mcs, plan, out), collected(mcs, plan, out), applied(plan, out)}
@@ -119,16 +120,21 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	if msg := join(nil, unreachableIn(out, provision)); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceCollected, reasonClusterUnreachable, msg)
 	}
+	notAllowed := messages(plan.NotAllowed)
 	if plan.Import == nil {
 		where := "any member"
 		if len(provision) > 0 {
 			where = strings.Join(provision, ", ")
 		}
-		return falseCond(v1alpha1.EndpointSliceCollected, reasonNoService, fmt.Sprintf("no Service %s/%s in %s", mcs.Namespace, mcs.Name, where))
+		msg := fmt.Sprintf("no Service %s/%s in %s", mcs.Namespace, mcs.Name, where)
+		if len(notAllowed) > 0 {
+			msg = join([]string{msg}, notAllowed)
+		}
+		return falseCond(v1alpha1.EndpointSliceCollected, reasonNoService, msg)
 	}
 	// No counts here: the status would then be written on every endpoint change.
 	msg := "EndpointSlices collected from " + strings.Join(plan.Import.Clusters, ", ")
-	if notes := join(plan.Skipped, conflictMessages(plan)); notes != "" {
+	if notes := join(plan.Skipped, slices.Concat(messages(plan.Conflicts), notAllowed)); notes != "" {
 		msg += "; " + notes
 	}
 	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, bounded(msg))
@@ -147,10 +153,11 @@ func applied(plan *desired.Plan, out *outcome) metav1.Condition {
 	return trueCond(v1alpha1.EndpointSliceApplied, reasonApplied, "imported into "+strings.Join(plan.Consumption, ", "))
 }
 
-func conflictMessages(plan *desired.Plan) []string {
+// messages are the causes' messages, by cluster name.
+func messages(causes map[string]desired.Cause) []string {
 	var out []string
-	for _, c := range slices.Sorted(maps.Keys(plan.Conflicts)) {
-		out = append(out, plan.Conflicts[c].Message)
+	for _, c := range slices.Sorted(maps.Keys(causes)) {
+		out = append(out, causes[c].Message)
 	}
 	return out
 }
@@ -251,8 +258,10 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoService, fmt.Sprintf("%s has no Service %s", cluster, service))
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType, "an ExternalName Service cannot be exported")
-	case plan.Unexportable != "":
-		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, reasonInvalidServiceName, plan.Unexportable)
+	case plan.Unexportable != nil:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, plan.Unexportable.Reason, plan.Unexportable.Message)
+	case plan.NotAllowed[cluster].Reason != "":
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, plan.NotAllowed[cluster].Reason, plan.NotAllowed[cluster].Message)
 	}
 	conflict := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoConflicts, "no conflict with the other exports")
 	if cf, ok := plan.Conflicts[cluster]; ok {

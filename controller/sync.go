@@ -40,10 +40,10 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	followed := c.followed(key, in, plan)
 	out := outcome{}
 	switch {
-	case followed.Invalid == "" && followed.Unexportable == "":
+	case followed.Invalid == "" && followed.Unexportable == nil:
 		c.applyMembers(ctx, namespace, name, followed, &out, seen)
 		c.reportExports(ctx, namespace, name, followed, &out)
-	case followed.Unexportable != "":
+	case followed.Unexportable != nil:
 		c.reportExports(ctx, namespace, name, followed, &out)
 	}
 	if mcs != nil {
@@ -90,7 +90,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 // input gathers what the caches hold of the service. A MultiClusterService
 // being deleted counts as absent: what it alone caused goes away.
 func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
-	in := &desired.Input{Namespace: namespace, Name: name, Members: map[string]desired.Member{}}
+	in := &desired.Input{Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name)}
 	if mcs != nil && mcs.DeletionTimestamp == nil {
 		in.MCS = mcs
 		if obj, ok, _ := c.hubServices.GetStore().GetByKey(namespace + "/" + name); ok {
@@ -106,10 +106,11 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			continue
 		}
 		in.Members[m.Name] = desired.Member{
-			Known:   true,
-			Service: m.Service(namespace, name),
-			Export:  m.Export(namespace, name),
-			Slices:  m.SlicesOf(members.BySourceService, namespace, name),
+			Known:      true,
+			Service:    m.Service(namespace, name),
+			Export:     m.Export(namespace, name),
+			Slices:     m.SlicesOf(members.BySourceService, namespace, name),
+			NotAllowed: m.NotAllowed(namespace),
 		}
 	}
 	return in

@@ -84,15 +84,17 @@ func (t *tracker) latest(k trackKey, cached metav1.Object) metav1.Object {
 }
 
 // newerOrSame compares resourceVersions, which etcd-backed API servers make
-// integers that grow (and Kubernetes defines as comparable); anything else
-// counts as newer, so the cache is trusted.
+// integers that grow across all objects of a resource; anything else
+// counts as newer, so the cache is trusted. Objects of different UIDs are
+// compared too: a cache that still holds the Service this controller
+// deleted and made anew is older than what it wrote.
 func newerOrSame(a, b metav1.Object) bool {
 	ra, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
 	rb, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
 	if errA != nil || errB != nil {
 		return true
 	}
-	return a.GetUID() != b.GetUID() || ra >= rb
+	return ra >= rb
 }
 
 // echo reports whether obj is what this controller last wrote under k: the

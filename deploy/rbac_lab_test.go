@@ -57,19 +57,22 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 		m1: l.TokenKubeconfig(t, m1, ns, account("mcs-controller")),
 		m2: l.TokenKubeconfig(t, m2, ns, account("mcs-controller")),
 	})
+	// The services live in a namespace of their own, as users' do: the
+	// controller never exports a service of its own namespace.
+	apps := l.Namespace(t, hub, m1, m2)
 	hubToken := l.TokenKubeconfig(t, hub, ns, account("mcs-controller"))
-	startController(t, hubToken, ns)
+	startController(t, hubToken, ns, apps)
 	dnsToken := l.TokenKubeconfig(t, m2, ns, account("coredns"))
 	server := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), dnsToken, m2, converge)
 
-	l.Workload(t, m1, ns, "foo", 1, false)
-	l.Apply(t, hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
-	l.Workload(t, m1, ns, "bar", 1, false)
-	l.Apply(t, m1, labtest.ServiceExport(ns, "bar"))
+	l.Workload(t, m1, apps, "foo", 1, false)
+	l.Apply(t, hub, labtest.MultiClusterService(apps, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+	l.Workload(t, m1, apps, "bar", 1, false)
+	l.Apply(t, m1, labtest.ServiceExport(apps, "bar"))
 
-	expectA(t, server, fmt.Sprintf("foo.%s.svc.cluster.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"foo", converge))
-	expectA(t, server, fmt.Sprintf("bar.%s.svc.clusterset.local.", ns), l.ClusterIP(t, m2, ns, api.DerivedPrefix+"bar", converge))
-	expectSynced(t, ns)
+	expectA(t, server, fmt.Sprintf("foo.%s.svc.cluster.local.", apps), l.ClusterIP(t, m2, apps, api.DerivedPrefix+"foo", converge))
+	expectA(t, server, fmt.Sprintf("bar.%s.svc.clusterset.local.", apps), l.ClusterIP(t, m2, apps, api.DerivedPrefix+"bar", converge))
+	expectSynced(t, apps)
 
 	denied(t, hubToken, hub, ns, []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets", Namespace: "kube-system"},
@@ -190,11 +193,11 @@ func registerMembers(t *testing.T, ns string, kubeconfigs map[string]string) {
 
 // startController runs bin/mcs-controller as the hub overlay's Deployment
 // does (leader election, members from Secrets), with the hub kubeconfig
-// given, its namespace and the namespace it syncs being ns.
-func startController(t *testing.T, kubeconfig, ns string) {
+// given, its namespace being ns, syncing the services of apps.
+func startController(t *testing.T, kubeconfig, ns, apps string) {
 	t.Helper()
 	p, addr := labtest.StartController(t, labtest.Get(t).Binary(t, "mcs-controller"), "--kubeconfig", kubeconfig,
-		"--namespace", ns, "--watch-namespaces", ns, "--leader-elect=true", "--probe-interval", "1s")
+		"--namespace", ns, "--watch-namespaces", apps, "--leader-elect=true", "--probe-interval", "1s")
 	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
 		t.Fatal(err)
 	}

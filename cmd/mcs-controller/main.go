@@ -45,17 +45,19 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
-	workers                                                int
+	workers, maxObjects                                    int
 	qps                                                    float64
 	burst                                                  int
 	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
 	showVersion                                            bool
+	allowExport                                            []string
+	exportNamespaces                                       map[string][]string
 }
 
 func parseFlags() *flags {
-	f := &flags{}
+	f := &flags{exportNamespaces: map[string][]string{}}
 	fs := flag.CommandLine
 	klog.InitFlags(fs)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
@@ -64,6 +66,7 @@ func parseFlags() *flags {
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
+	fs.IntVar(&f.maxObjects, "member-max-objects", 100000, "objects the controller may hold of one member (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")
 	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes)")
 	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each cluster's API server")
@@ -74,6 +77,14 @@ func parseFlags() *flags {
 	fs.DurationVar(&f.sourceLeaseDuration, "source-lease-duration", 20*time.Second, "duration of the Leases source-<cluster> in every member")
 	fs.DurationVar(&f.sourceLeaseRenew, "source-lease-renew", 5*time.Second, "how often the Leases source-<cluster> are renewed")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each member's API server is probed")
+	fs.Func("allow-export", "comma-separated NAMESPACE or NAMESPACE/NAME that may be exported although protected (default/kubernetes, kube-system, kube-public, --namespace); repeatable", func(v string) error {
+		allowed, err := controller.ParseAllowExport(v)
+		f.allowExport = append(f.allowExport, allowed...)
+		return err
+	})
+	fs.Func("export-namespaces", "CLUSTER=NAMESPACE[,NAMESPACE...]: the only namespaces member CLUSTER may export from (CLUSTER= for none); repeatable, one per member", func(v string) error {
+		return members.ParseExportNamespaces(f.exportNamespaces, v)
+	})
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	flag.Parse()
 	return f
@@ -126,8 +137,8 @@ func run(f *flags) error {
 	reg, err := members.NewRegistry(members.Options{
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
-		AllowInsecureTLS: f.allowInsecureMemberTLS,
-		Recorder:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}),
+		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects,
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}),
 	})
 	if err != nil {
 		return err
@@ -140,7 +151,10 @@ func run(f *flags) error {
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 
 	work := func(ctx context.Context) error {
-		c := controller.New(controller.Options{HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers})
+		c := controller.New(controller.Options{
+			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers,
+			Namespace: f.namespace, AllowExport: f.allowExport,
+		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
 		var wg sync.WaitGroup

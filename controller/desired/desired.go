@@ -30,6 +30,9 @@ type Input struct {
 	MCS *v1alpha1.MultiClusterService
 	// HubService is the hub's Service of that name, or nil.
 	HubService *corev1.Service
+	// Protected, when set, says why the operator does not let the service
+	// be exported (the API server's Service, a system namespace).
+	Protected string
 	// Members holds every registered member by name.
 	Members map[string]Member
 }
@@ -47,6 +50,9 @@ type Member struct {
 	// Slices are the member's own EndpointSlices of the service, never
 	// the ones mcs-controller imported.
 	Slices []*discoveryv1.EndpointSlice
+	// NotAllowed, when set, says why the member may not export from the
+	// service's namespace: the operator bounds where it exports from.
+	NotAllowed string
 }
 
 // Plan is what every member should hold.
@@ -55,9 +61,9 @@ type Plan struct {
 	// followed; nothing is to change until it is fixed.
 	Invalid string
 	// Unexportable, when set, says why no member can export the service
-	// (its name cannot have a derived Service): its ServiceExports are
-	// told so, and nothing is imported.
-	Unexportable string
+	// (its name cannot have a derived Service, or it is protected): its
+	// ServiceExports are told so, and nothing is imported.
+	Unexportable *Cause
 	// Strategy enables native names (a MultiClusterService exists); "" does not.
 	Strategy api.Strategy
 	// Provision and Consumption are the clusters, sorted.
@@ -75,7 +81,11 @@ type Plan struct {
 	Skipped []string
 	// Conflicts holds, by provision cluster, why its Service lost to an
 	// older export's (mcs-api reason and message).
-	Conflicts map[string]Conflict
+	Conflicts map[string]Cause
+	// NotAllowed holds, by member, why it does not provide although it
+	// exports the service or is named to: it may not export from the
+	// namespace.
+	NotAllowed map[string]Cause
 	// Propagate holds, by member, the Service to propagate from the hub;
 	// members absent here must not hold a propagated one.
 	Propagate map[string]*corev1.Service
@@ -86,10 +96,16 @@ type Import struct {
 	Headless bool
 	Ports    []mcsv1b1.ServicePort
 	Clusters []string // provision clusters that have the Service
+	// IPFamilyPolicy and IPFamilies are the derived Service's (families.go);
+	// nil when no provider states its families.
+	IPFamilyPolicy *corev1.IPFamilyPolicy
+	IPFamilies     []corev1.IPFamily
 }
 
-// Conflict is why a provision cluster's Service lost to an older one.
-type Conflict struct {
+// Cause is a ServiceExport condition's reason and message: why a
+// provision cluster's Service lost to an older one, or why it is not
+// exported.
+type Cause struct {
 	Reason  mcsv1b1.ServiceExportConditionReason
 	Message string
 }
@@ -108,16 +124,16 @@ func (p *Plan) IsUnknown(cluster string) bool { return slices.Contains(p.Unknown
 
 // Compute makes the plan for in.
 func Compute(in *Input) *Plan {
-	p := &Plan{Conflicts: map[string]Conflict{}, Propagate: map[string]*corev1.Service{}}
+	p := &Plan{Conflicts: map[string]Cause{}, NotAllowed: map[string]Cause{}, Propagate: map[string]*corev1.Service{}}
 	for _, name := range slices.Sorted(maps.Keys(in.Members)) {
 		if !in.Members[name].Known {
 			p.Unknown = append(p.Unknown, name)
 		}
 	}
-	if msg := exportable(in.Name); msg != "" {
-		p.Unexportable = msg
+	if why := unexportable(in); why != nil {
+		p.Unexportable = why
 		if in.MCS != nil {
-			p.Invalid = msg
+			p.Invalid = why.Message
 		}
 		return p
 	}
@@ -126,6 +142,7 @@ func Compute(in *Input) *Plan {
 		return p
 	}
 	p.Provision, p.Consumption = clusters(in)
+	p.Provision = p.allowed(in, p.Provision)
 	if in.MCS != nil {
 		p.Strategy = cmp.Or(in.MCS.Spec.Strategy, api.RemoteAndLocal)
 		if in.HubService != nil {
@@ -141,15 +158,25 @@ func Compute(in *Input) *Plan {
 	return p
 }
 
-// exportable says why a Service of that name cannot be exported, or "".
-// A Service name may have 63 characters, derived-<name> then 71: there
-// would be no derived Service to give the ServiceImport its VIP, nor to
-// name the imported slices after.
-func exportable(name string) string {
-	if errs := validation.IsDNS1035Label(api.DerivedPrefix + name); len(errs) > 0 {
-		return fmt.Sprintf("service name %q cannot have a Service %s%s (at most %d characters): %s", name, api.DerivedPrefix, name, validation.DNS1035LabelMaxLength-len(api.DerivedPrefix), errs[0])
+// Reasons of a ServiceExport's Valid=False that the MCS API names none for.
+const (
+	ReasonInvalidServiceName  mcsv1b1.ServiceExportConditionReason = "InvalidServiceName"
+	ReasonProtected           mcsv1b1.ServiceExportConditionReason = "Protected"
+	ReasonNamespaceNotAllowed mcsv1b1.ServiceExportConditionReason = "NamespaceNotAllowed"
+)
+
+// unexportable says why no member may export the service, or nil. A
+// Service name may have 63 characters, derived-<name> then 71: there would
+// be no derived Service to give the ServiceImport its VIP, nor to name the
+// imported slices after.
+func unexportable(in *Input) *Cause {
+	if errs := validation.IsDNS1035Label(api.DerivedPrefix + in.Name); len(errs) > 0 {
+		return &Cause{ReasonInvalidServiceName, fmt.Sprintf("service name %q cannot have a Service %s%s (at most %d characters): %s", in.Name, api.DerivedPrefix, in.Name, validation.DNS1035LabelMaxLength-len(api.DerivedPrefix), errs[0])}
 	}
-	return ""
+	if in.Protected != "" {
+		return &Cause{ReasonProtected, in.Protected}
+	}
+	return nil
 }
 
 // validate checks what the API server may not have: the CRD can be older
@@ -210,6 +237,19 @@ func clusters(in *Input) (provision, consumption []string) {
 		}
 	}
 	return slices.Sorted(maps.Keys(set)), consumption
+}
+
+// allowed keeps the provision clusters that may export from the service's
+// namespace, and notes why each other one does not provide: a member the
+// operator bounds publishes nothing, nor makes the namespace in consumers.
+func (p *Plan) allowed(in *Input, provision []string) []string {
+	return slices.DeleteFunc(provision, func(c string) bool {
+		why := in.Members[c].NotAllowed
+		if why != "" {
+			p.NotAllowed[c] = Cause{ReasonNamespaceNotAllowed, why}
+		}
+		return why != ""
+	})
 }
 
 func names(l []v1alpha1.ClusterName) []string {

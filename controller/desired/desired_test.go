@@ -113,6 +113,45 @@ func TestComputeExportsAndHub(t *testing.T) {
 	}
 }
 
+// A member that may not export from the namespace provides nothing, by
+// export, by being named, or by having the Service; it still consumes.
+func TestNotAllowed(t *testing.T) {
+	bounded := Member{Known: true, Service: svc(false, port("http", 80, "")), Export: exportAt(0), Slices: []*discoveryv1.EndpointSlice{slice("foo-b", "10.0.0.2")}, NotAllowed: "m2 may export from shop only"}
+	for _, tc := range []struct {
+		name string
+		mcs  *v1alpha1.MultiClusterService
+	}{
+		{"export", nil},
+		{"named", multi("", []v1alpha1.ClusterName{"m1", "m2"}, nil)},
+		{"has the Service", multi("", nil, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Namespace: "ns", Name: "foo", MCS: tc.mcs, Members: map[string]Member{
+				"m1": {Known: true, Service: svc(false, port("http", 80, "")), Export: exportAt(1), Slices: []*discoveryv1.EndpointSlice{slice("foo-a", "10.0.0.1")}},
+				"m2": bounded,
+			}}
+			p := Compute(in)
+			if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m1", "m2"}) {
+				t.Errorf("provision %v consumption %v, want m1 providing to both", p.Provision, p.Consumption)
+			}
+			if len(p.Slices) != 1 || p.Slices[0].Labels[mcsv1b1.LabelSourceCluster] != "m1" {
+				t.Errorf("slices %v, want m1's only", p.Slices)
+			}
+			if c := p.NotAllowed["m2"]; c.Reason != ReasonNamespaceNotAllowed || c.Message != bounded.NotAllowed {
+				t.Errorf("m2 not allowed: %+v", c)
+			}
+			if p.Import == nil || !slices.Equal(p.Import.Clusters, []string{"m1"}) {
+				t.Errorf("import %+v, want m1 its only cluster", p.Import)
+			}
+		})
+	}
+	// Alone, it makes nothing to import, so no namespace in any consumer.
+	p := Compute(&Input{Namespace: "ns", Name: "foo", Members: map[string]Member{"m1": {Known: true}, "m2": bounded}})
+	if len(p.Provision) != 0 || p.Import != nil || len(p.Slices) != 0 {
+		t.Errorf("a bounded member alone plans provision %v import %+v", p.Provision, p.Import)
+	}
+}
+
 func TestPortMergeAndConflicts(t *testing.T) {
 	in := &Input{Name: "foo", Members: map[string]Member{
 		"old":   {Known: true, Export: exportAt(0), Service: svc(false, port("http", 80, ""), port("dns", 53, corev1.ProtocolUDP))},
@@ -221,15 +260,17 @@ func TestInvalid(t *testing.T) {
 		{"no type", &Input{Name: "foo", Members: members, MCS: &v1alpha1.MultiClusterService{}}, "spec.types is empty"},
 		{"long name", &Input{Name: strings.Repeat("a", 56), Members: members}, "cannot have a Service derived-"},
 		{"bad name", &Input{Name: "Foo", Members: members}, `service name "Foo"`},
+		{"protected export", &Input{Name: "kubernetes", Members: members, Protected: "the API server's Service"}, "the API server's Service"},
+		{"protected", &Input{Name: "kubernetes", Members: members, MCS: multi("", nil, nil), Protected: "the API server's Service"}, "the API server's Service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Compute(tc.in)
 			msg := p.Invalid
-			if tc.in.MCS == nil { // a name no ServiceExport can have
-				msg = p.Unexportable
+			if tc.in.MCS == nil && p.Unexportable != nil { // a name no ServiceExport can have
+				msg = p.Unexportable.Message
 			}
 			if !strings.Contains(msg, tc.want) {
-				t.Errorf("invalid %q, unexportable %q, want it to say %q", p.Invalid, p.Unexportable, tc.want)
+				t.Errorf("invalid %q, unexportable %+v, want it to say %q", p.Invalid, p.Unexportable, tc.want)
 			}
 			if p.Import != nil || len(p.Slices) > 0 || len(p.Consumption) > 0 {
 				t.Errorf("an invalid spec still plans %+v", p)
@@ -348,7 +389,7 @@ func FuzzCompute(f *testing.F) {
 			in.MCS = multi(api.Strategy(portName), nil, nil)
 		}
 		p := Compute(in)
-		if p.Invalid != "" || p.Unexportable != "" {
+		if p.Invalid != "" || p.Unexportable != nil {
 			return
 		}
 		if p.Import != nil {
@@ -378,4 +419,43 @@ func FuzzCompute(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The derived Service follows the providers' IP families: one family is
+// that family, single-stack; both families between them is dual-stack
+// with the consumer's own families; none stated is the consumer's default.
+func TestFamilies(t *testing.T) {
+	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
+	for _, tc := range []struct {
+		name     string
+		m1, m2   []corev1.IPFamily
+		headless bool
+		policy   corev1.IPFamilyPolicy
+		want     []corev1.IPFamily
+	}{
+		{"unstated", nil, nil, false, "", nil},
+		{"IPv4", []corev1.IPFamily{v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v4}},
+		{"IPv6", []corev1.IPFamily{v6}, nil, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v6}},
+		{"dual-stack", []corev1.IPFamily{v6, v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicyPreferDualStack, nil},
+		{"one of each", []corev1.IPFamily{v4}, []corev1.IPFamily{v6}, false, corev1.IPFamilyPolicyPreferDualStack, nil},
+		{"headless", []corev1.IPFamily{v6}, []corev1.IPFamily{v6}, true, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s1, s2 := svc(tc.headless, port("http", 80, "")), svc(tc.headless, port("http", 80, ""))
+			s1.Spec.IPFamilies, s2.Spec.IPFamilies = tc.m1, tc.m2
+			p := Compute(&Input{Name: "foo", Members: map[string]Member{
+				"m1": {Known: true, Service: s1, Export: exportAt(0)},
+				"m2": {Known: true, Service: s2, Export: exportAt(1)},
+			}})
+			if p.Import == nil {
+				t.Fatal("no import")
+			}
+			if got := ptr.Deref(p.Import.IPFamilyPolicy, ""); got != tc.policy || !slices.Equal(p.Import.IPFamilies, tc.want) {
+				t.Errorf("policy %q families %v, want %q %v", got, p.Import.IPFamilies, tc.policy, tc.want)
+			}
+			if len(p.Conflicts) > 0 {
+				t.Errorf("families differing are no conflict: %v", p.Conflicts)
+			}
+		})
+	}
 }

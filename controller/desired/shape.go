@@ -44,13 +44,16 @@ func (p *Plan) shape(in *Input) *Import {
 		}
 	}
 	slices.Sort(imp.Clusters)
+	if !imp.Headless {
+		imp.IPFamilyPolicy, imp.IPFamilies = families(cands)
+	}
 	return imp
 }
 
 // conflict records the first conflict of a cluster.
 func (p *Plan) conflict(cluster string, reason mcsv1b1.ServiceExportConditionReason, msg string) {
 	if _, has := p.Conflicts[cluster]; !has {
-		p.Conflicts[cluster] = Conflict{reason, msg}
+		p.Conflicts[cluster] = Cause{reason, msg}
 	}
 }
 

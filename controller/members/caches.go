@@ -3,6 +3,8 @@ package members
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,12 +37,19 @@ type caches struct {
 
 	done <-chan struct{} // closed once stopped
 	stop context.CancelFunc
+
+	// held counts the objects in the informers' stores; past max, full is
+	// called once (see Member.overflow).
+	held atomic.Int64
+	max  int64
+	full sync.Once
 }
 
 // newCaches starts informers on a member's Services, EndpointSlices,
 // Namespaces, and ServiceExports and ServiceImports of the given versions;
-// they run until ctx ends or stop.
-func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion) (*caches, error) {
+// they run until ctx ends or stop. Once they hold more than max objects
+// (0: no bound), full is called, once.
+func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, max int, full func(*caches)) (*caches, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	mf := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithTransform(trim))
@@ -52,8 +61,13 @@ func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Int
 		imports:    importInformer(mf, imports),
 		done:       ctx.Done(),
 		stop:       cancel,
+		max:        int64(max),
 	}
 	if err := c.slices.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := c.count(full); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -88,6 +102,26 @@ func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion
 func (c *caches) handle(cluster string, h Handlers) error {
 	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){c.services: h.Services, c.slices: h.Slices, c.exports: h.Exports, c.imports: h.Imports} {
 		if _, err := inf.AddEventHandler(handler.Each(func(obj any) { fn(cluster, obj) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count keeps held, and calls full once it passes max. A handler sees an
+// object once the store has it, in order, so adds less deletes is what
+// the stores hold.
+func (c *caches) count(full func(*caches)) error {
+	counter := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			if n := c.held.Add(1); c.max > 0 && n > c.max {
+				c.full.Do(func() { full(c) })
+			}
+		},
+		DeleteFunc: func(any) { c.held.Add(-1) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{c.services, c.slices, c.namespaces, c.exports, c.imports} {
+		if _, err := inf.AddEventHandler(counter); err != nil {
 			return err
 		}
 	}

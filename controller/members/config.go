@@ -82,6 +82,7 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = qps, burst
 	rc.UserAgent = "mcs-controller/" + name
+	rc.Wrap(boundResponses(maxResponseBytes))
 	// Custom resources only speak JSON; built-in types are cheaper as protobuf.
 	kubeRC := rest.CopyConfig(rc)
 	kubeRC.ContentType = runtime.ContentTypeProtobuf
@@ -111,5 +112,13 @@ func fromSecret(name, source string, s *corev1.Secret, qps float32, burst int, a
 	if err != nil {
 		return nil, fmt.Errorf("%s: key %s: %w", source, api.KeyKubeconfig, err)
 	}
-	return fromConfig(name, source, rc, qps, burst)
+	b, err := secretBound(s.Annotations, source)
+	if err != nil {
+		return nil, err
+	}
+	m, err := fromConfig(name, source, rc, qps, burst)
+	if err == nil && b != nil {
+		m.bounds = append(m.bounds, *b)
+	}
+	return m, err
 }

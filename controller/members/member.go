@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -38,6 +39,11 @@ type Member struct {
 	// secret is the namespace/name of the Secret that registered it, at
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
 	secret, secretRV string
+	// bounds limit the namespaces it may export from (bounds.go); none:
+	// every namespace. maxObjects bounds what its informers may hold (0:
+	// no bound). Both are set before it starts, never changed.
+	bounds     []bound
+	maxObjects int
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -62,6 +68,10 @@ type Member struct {
 	// retiring: deregistered while reachable; it neither provides nor
 	// consumes, and stays until what the controller wrote in it is gone.
 	retiring bool
+	// overflowErr: its informers held more than maxObjects; they are
+	// stopped, and it counts as unreachable until overflowUntil.
+	overflowErr   error
+	overflowUntil time.Time
 }
 
 // New makes a member reached through the given clients; nothing runs

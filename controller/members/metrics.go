@@ -22,7 +22,12 @@ var refusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Member Secrets refused now, by reason: name, duplicate, invalid, plugin, local-file, insecure.",
 }, []string{"reason"})
 
-func init() { legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge) }
+var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_objects",
+	Help: "Objects the controller holds of the member cluster (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports), as of its last probe.",
+}, []string{"cluster"})
+
+func init() { legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge) }
 
 // CountWrite counts one API write in mcs_writes_total.
 func CountWrite(cluster, kind, verb string, err error) {

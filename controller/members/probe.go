@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,7 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := ready(pctx, m)
+	over := m.overflowed()
 	m.mu.RLock()
 	started, reachable, cutOff := m.caches != nil, m.reachable, m.cutOff
 	m.mu.RUnlock()
@@ -64,6 +66,8 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 		if !errors.As(err, &answered) {
 			m.cutOffNow()
 		}
+	case over != nil:
+		err = over
 	case !started:
 		err = m.startInformers(ctx, h)
 	case reachable || !cutOff:
@@ -86,6 +90,9 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	now, failures := m.reachable, m.failures
 	m.mu.Unlock()
 	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
+	if c := m.current(); c != nil {
+		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
+	}
 	switch {
 	case was && !now:
 		klog.ErrorS(err, "Member became unreachable", "cluster", m.Name, "source", m.Source)
@@ -130,7 +137,7 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	if err != nil {
 		return err
 	}
-	c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports)
+	c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports, m.maxObjects, m.overflow)
 	if err != nil {
 		return err
 	}
@@ -169,7 +176,7 @@ func (m *Member) relist(ctx context.Context, h Handlers) error {
 	fresh, exports, imports := m.fresh, m.exports, m.imports
 	m.mu.Unlock()
 	if fresh == nil {
-		c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports)
+		c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports, m.maxObjects, m.overflow)
 		if err != nil {
 			return err
 		}
@@ -189,4 +196,40 @@ func (m *Member) relist(ctx context.Context, h Handlers) error {
 	m.mu.Unlock()
 	old.stop()
 	return fresh.handle(m.Name, h)
+}
+
+// overflowRetry is how long a member whose informers held more objects
+// than it may make the controller hold counts as unreachable before it is
+// listed again: each list of a member that large costs the memory the
+// bound is there to protect.
+const overflowRetry = 10 * time.Minute
+
+// overflow stops caches c, which hold more objects than the member may
+// make the controller hold. The member counts as unreachable, so what it
+// provided stays as it is, as for any member whose objects are unknown,
+// until it is listed again after overflowRetry.
+func (m *Member) overflow(c *caches) {
+	err := fmt.Errorf("%s holds more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects): its informers are stopped, to be listed again in %s", m.Name, c.max, overflowRetry)
+	m.mu.Lock()
+	if m.caches == c {
+		m.caches = nil
+	}
+	if m.fresh == c {
+		m.fresh = nil
+	}
+	m.overflowErr, m.overflowUntil = err, time.Now().Add(overflowRetry)
+	m.mu.Unlock()
+	c.stop()
+	klog.ErrorS(err, "Member holds too many objects", "cluster", m.Name, "source", m.Source)
+}
+
+// overflowed is the error of a member whose informers held too many
+// objects, until it may be listed again.
+func (m *Member) overflowed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.overflowErr != nil && time.Now().After(m.overflowUntil) {
+		m.overflowErr = nil
+	}
+	return m.overflowErr
 }

@@ -37,6 +37,13 @@ type Options struct {
 	AllowInsecureTLS bool
 	// Recorder, when set, records a Warning Event on every Secret refused.
 	Recorder record.EventRecorder
+	// MaxObjects bounds the objects the informers of each member may hold
+	// (0: no bound): past it, the member counts as unreachable.
+	MaxObjects int
+	// ExportNamespaces bounds, by member name, the namespaces each member
+	// may export from (--export-namespaces); a member absent here is
+	// bounded by its Secret's annotation only, if any.
+	ExportNamespaces map[string][]string
 	// Members are members made by New, registered as they are: unit tests
 	// register members over fake clientsets. Like contexts, no Secret
 	// takes their names.
@@ -69,7 +76,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	}
 	r := &Registry{opts: opts, members: map[string]*Member{}, refused: map[string]refusalState{}}
 	for _, m := range opts.Members {
-		r.members[m.Name] = m
+		r.members[m.Name] = r.bounded(m)
 	}
 	if opts.Hub != nil {
 		r.newSecretInformer()
@@ -82,9 +89,19 @@ func NewRegistry(opts Options) (*Registry, error) {
 		return nil, err
 	}
 	for _, m := range ms {
-		r.members[m.Name] = m
+		r.members[m.Name] = r.bounded(m)
 	}
 	return r, nil
+}
+
+// bounded adds the operator's bounds of m: what it may export, and how
+// many objects it may make the controller hold.
+func (r *Registry) bounded(m *Member) *Member {
+	m.maxObjects = r.opts.MaxObjects
+	if namespaces, ok := r.opts.ExportNamespaces[m.Name]; ok {
+		m.bounds = append(m.bounds, bound{namespaces, "--export-namespaces"})
+	}
+	return m
 }
 
 // Run starts every member and the Secret watch, and stops them all when
@@ -202,6 +219,7 @@ func (r *Registry) put(m *Member) {
 func (r *Registry) drop(m *Member) {
 	m.stop()
 	reachableGauge.DeleteLabelValues(m.Name)
+	objectsGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }

@@ -159,7 +159,7 @@ func (r *Registry) register(s *corev1.Secret) {
 		r.unrefuse(s)
 	}
 	m.secret, m.secretRV = key(s), s.ResourceVersion
-	r.put(m)
+	r.put(r.bounded(m))
 }
 
 // naming lists the Secrets that name cluster name, oldest first.

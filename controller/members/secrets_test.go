@@ -24,13 +24,20 @@ import (
 // answers its probe, so a deregistered one goes at once.
 func secretRegistry(t *testing.T, objs ...runtime.Object) (*Registry, *k8sfake.Clientset, *eventLog) {
 	t.Helper()
+	return secretRegistryBounded(t, nil, objs...)
+}
+
+// secretRegistryBounded is secretRegistry with the operator's bounds of
+// the members' exports (--export-namespaces).
+func secretRegistryBounded(t *testing.T, bounds map[string][]string, objs ...runtime.Object) (*Registry, *k8sfake.Clientset, *eventLog) {
+	t.Helper()
 	hub := k8sfake.NewSimpleClientset(objs...)
 	events := record.NewFakeRecorder(100)
 	ctxMember := New("context1", "context context1 of members.kubeconfig", k8sfake.NewSimpleClientset(), mcsapifake.NewSimpleClientset())
 	r, err := NewRegistry(Options{
 		Hub: hub, Namespace: "mcs-system", QPS: 5, Burst: 10, ProbeEvery: time.Hour,
 		Ready:    func(context.Context, *Member) error { return errors.New("down") },
-		Recorder: events, Members: []*Member{ctxMember},
+		Recorder: events, Members: []*Member{ctxMember}, ExportNamespaces: bounds,
 	})
 	if err != nil {
 		t.Fatal(err)

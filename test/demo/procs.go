@@ -91,7 +91,7 @@ func (s *story) startController(ctx context.Context) error {
 	s.controllerHTTP = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	args := []string{
 		"--kubeconfig", hubKubeconfig, "--clusters-kubeconfig", membersKubeconfig,
-		"--watch-namespaces", namespace, "--namespace", namespace,
+		"--watch-namespaces", namespace, "--namespace", "mcs-system",
 		"--leader-elect=false", "--http-address", s.controllerHTTP,
 	}
 	bin := filepath.Join(s.root, "bin", "mcs-controller")

@@ -40,13 +40,18 @@ type controller struct {
 }
 
 // startController runs bin/mcs-controller against the lab's hub and members,
-// limited to namespace ns, where its member Secrets and leader-election Lease
-// live on the hub too, and waits until it is ready.
+// limited to namespace ns, and waits until it is ready. Its own namespace on
+// the hub, of its leader-election Lease, is ns-mcs, the same for every
+// controller of a test: a Service of the controller's namespace is never
+// exported.
 func startController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
 	labtest.Get(t).InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
+	labtest.Get(t).NamedNamespace(t, ownNamespace(ns), labtest.Hub)
 	return runController(t, ns, args...)
 }
+
+func ownNamespace(ns string) string { return ns + "-mcs" }
 
 // runController is startController without touching the hub: it also
 // starts a controller while the hub is away.
@@ -56,7 +61,7 @@ func runController(t *testing.T, ns string, args ...string) *controller {
 	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "api", "cmd/mcs-controller")
 	p, addr := labtest.StartController(t, bin, append([]string{
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
-		"--namespace", ns, "--watch-namespaces", ns, "--probe-interval", "1s",
+		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s",
 	}, args...)...)
 	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
 		t.Fatal(err)

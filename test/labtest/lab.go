@@ -253,14 +253,23 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // given), and deletes them when the test ends.
 func (l *Lab) Namespace(t testing.TB, clusters ...string) string {
 	t.Helper()
+	name := namespaceName(t.Name())
+	l.NamedNamespace(t, name, clusters...)
+	return name
+}
+
+// NamedNamespace makes sure namespace name exists in each of clusters
+// (every cluster of the lab when none is given), and deletes it when the
+// test ends.
+func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
+	t.Helper()
 	if len(clusters) == 0 {
 		clusters = Clusters
 	}
-	name := namespaceName(t.Name())
 	for _, c := range clusters {
 		client := l.Client(t, c)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if _, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("labtest: creating namespace %s in %s: %v", name, c, err)
 		}
 		t.Cleanup(func() {
@@ -273,7 +282,6 @@ func (l *Lab) Namespace(t testing.TB, clusters ...string) string {
 			}
 		})
 	}
-	return name
 }
 
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)

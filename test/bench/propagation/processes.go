@@ -55,7 +55,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 		"--kubeconfig", hubKubeconfig,
 		"--clusters-kubeconfig", membersKubeconfig,
 		"--watch-namespaces", w.opts.namespace,
-		"--namespace", w.opts.namespace,
+		"--namespace", "mcs-system", // its own: the controller exports no service of it
 		"--leader-elect=false",
 		"--http-address", p.hostPort(p.httpPort),
 	}, p.opts.controllerArgs...)

@@ -1,0 +1,41 @@
+package desired
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// families are the IP families of the derived Service, so that its VIPs
+// reach the providers' endpoints: kube-proxy routes a VIP of one family to
+// the imported endpoints of that family only.
+//
+//   - Every provider has the one family F: SingleStack [F], so that an IPv6
+//     service gets an IPv6 VIP in a dual-stack consumer whose first family
+//     is IPv4. A consumer without F refuses it, rightly: its pods could not
+//     reach the endpoints (the condition says so).
+//   - The providers have both families between them: PreferDualStack, the
+//     families left to the consumer, which gives a VIP of each family it
+//     has; naming them would make a single-stack consumer refuse the
+//     Service rather than give it the VIP it can.
+//   - No provider states its families (an API server before dual-stack):
+//     nil, the consumer's defaults.
+func families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPFamily) {
+	var all []corev1.IPFamily
+	for _, c := range cands {
+		for _, f := range c.svc.Spec.IPFamilies {
+			if !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil, nil
+	case 1:
+		return ptr.To(corev1.IPFamilyPolicySingleStack), all
+	default:
+		return ptr.To(corev1.IPFamilyPolicyPreferDualStack), nil
+	}
+}

@@ -1,0 +1,143 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+func TestProtectedNames(t *testing.T) {
+	for _, tc := range []struct {
+		key   string
+		allow []string
+		want  string // in the message; "" when exported
+	}{
+		{"default/kubernetes", nil, "the API server's Service"},
+		{"default/web", nil, ""},
+		{"kube-system/kube-dns", nil, "--allow-export=kube-system/kube-dns"},
+		{"kube-public/info", nil, "namespace kube-public"},
+		{"mcs-system/agent", nil, "the controller's own"},
+		{"demo/foo", nil, ""},
+		{"kube-system/kube-dns", []string{"kube-system/kube-dns"}, ""},
+		{"kube-system/metrics", []string{"kube-system/kube-dns"}, "namespace kube-system"},
+		{"kube-system/metrics", []string{"kube-system"}, ""},
+		{"default/kubernetes", []string{"default/kubernetes"}, ""},
+	} {
+		c := &Controller{opts: Options{Namespace: "mcs-system", AllowExport: tc.allow}}
+		namespace, name, _ := strings.Cut(tc.key, "/")
+		got := c.protected(namespace, name)
+		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s allowing %v: %q, want %q", tc.key, tc.allow, got, tc.want)
+		}
+	}
+}
+
+func TestParseAllowExport(t *testing.T) {
+	got, err := ParseAllowExport(" kube-system/kube-dns, monitoring ,")
+	if err != nil || len(got) != 2 || got[0] != "kube-system/kube-dns" || got[1] != "monitoring" {
+		t.Errorf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"Kube-System", "kube-system/Kube_DNS", "a/b/c"} {
+		if _, err := ParseAllowExport(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: err %v, want one naming it", bad, err)
+		}
+	}
+}
+
+// A Service in the controller's namespace is not exported, by a
+// ServiceExport or a MultiClusterService, until the operator allows it.
+func TestProtectedNotExported(t *testing.T) {
+	world := world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, nil, nil, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2:  {ns1()},
+	}
+	f := newFixture(t, world, withOptions(Options{Namespace: ns}))
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m1:  {"update serviceexports/status demo/foo"},
+	})
+	exp := get(t, f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns), m1, "foo")
+	if c := meta.FindStatusCondition(exp.Status.Conditions, "Valid"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Protected" || !strings.Contains(c.Message, "--allow-export=demo/foo") {
+		t.Errorf("Valid = %+v, want False Protected saying how to allow it", c)
+	}
+	for _, c := range f.mcsOf("foo").Status.Conditions {
+		if c.Status != metav1.ConditionFalse || c.Reason != "Protected" || !strings.Contains(c.Message, "namespace demo is the controller's own") {
+			t.Errorf("%s = %+v, want False Protected", c.Type, c)
+		}
+	}
+	awaitEvent(t, f, "foo", "Protected")
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	allowed := newFixture(t, world, withOptions(Options{Namespace: ns, AllowExport: []string{"demo/foo"}}))
+	if w := allowed.sync("demo/foo"); len(w[m2]) == 0 {
+		t.Errorf("allowed, member2 got nothing: %v", w)
+	}
+}
+
+// A member bounded to other namespaces publishes nothing in this one:
+// not its endpoints beside another provider's, nor a namespace of its own
+// into every consumer; its export says why.
+func TestExportNamespacesBound(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m3: {
+			ns1(), service("foo", false, t0), slice("foo", "foo-3", 1, "10.3.0.1"), export("foo", t0),
+			service("bar", false, t0), slice("bar", "bar-3", 1, "10.3.0.2"), export("bar", t0),
+		},
+	}, withBounds(map[string][]string{m3: {"shop"}}))
+	only1 := firstImport("foo", "imported-member1-foo-1")
+	expect(t, "foo", f.sync("demo/foo"), writes{
+		m1: append(slices.Clone(only1), "update serviceexports/status demo/foo"),
+		m2: append([]string{"create namespaces demo"}, only1...),
+		m3: append(slices.Clone(only1), "update serviceexports/status demo/foo"),
+	})
+	exp := get(t, f.mcs[m3].MulticlusterV1beta1().ServiceExports(ns), m3, "foo")
+	want := "member3 may export only from shop (--export-namespaces): it does not provide demo's services"
+	if c := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionValid)); c == nil || c.Reason != "NamespaceNotAllowed" || c.Message != want {
+		t.Errorf("member3's Valid = %+v, want NamespaceNotAllowed %q", c, want)
+	}
+	if imp := f.importOf(m2, "foo"); len(imp.Status.Clusters) != 1 || imp.Status.Clusters[0].Cluster != m1 {
+		t.Errorf("member2's import clusters %+v, want member1 only", imp.Status.Clusters)
+	}
+	expect(t, "bar, which only member3 exports", f.sync("demo/bar"), writes{m3: {"update serviceexports/status demo/bar"}})
+}
+
+// A member that makes the controller hold more objects than the bound
+// counts as unreachable, its informers stopped, and the conditions say
+// why; what it provided to others stays as it was.
+func TestMemberHoldsTooMuch(t *testing.T) {
+	objs := []runtime.Object{ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)}
+	for i := range 10 {
+		objs = append(objs, service(fmt.Sprintf("s%d", i), false, t0))
+	}
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, nil, []v1alpha1.ClusterName{m2}, true)},
+		m1:  objs,
+		m2:  {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1")},
+	}, withMaxObjects(8))
+	m := f.member(m1)
+	if ok, err := m.Reachable(); ok || err == nil || !strings.Contains(err.Error(), "member1 holds more than 8 objects") {
+		t.Fatalf("member1 reachable %v (%v), want unreachable for holding too much", ok, err)
+	}
+	if m.Synced() {
+		t.Error("member1's informers still count as synced")
+	}
+	if ok, err := f.member(m2).Reachable(); !ok {
+		t.Fatalf("member2, within the bound, is unreachable: %v", err)
+	}
+	f.sync("demo/foo")
+	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceCollected)
+	if c == nil || c.Reason != "ClusterUnreachable" || !strings.Contains(c.Message, "holds more than 8 objects") {
+		t.Errorf("EndpointSliceCollected %+v, want ClusterUnreachable saying member1 holds too much", c)
+	}
+}
