@@ -38,6 +38,11 @@ const (
 	// generation of the provision cluster's slice it was copied from.
 	AnnotationSourceGeneration = GroupName + "/source-generation"
 
+	// AnnotationStale on an imported EndpointSlice says why its endpoints
+	// are not ready: its source cluster is stale, and another cluster has
+	// ready endpoints, so the VIP leaves it out as DNS answers do.
+	AnnotationStale = GroupName + "/stale"
+
 	// LabelCluster on a Secret in the controller's namespace registers a
 	// member cluster by name; the Secret's KeyKubeconfig holds its kubeconfig.
 	LabelCluster  = GroupName + "/cluster"

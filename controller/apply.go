@@ -360,7 +360,16 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 	}
 	for _, have := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
 		have := w.slice(have.Name)
-		if have == nil || want[have.Name] || plan.IsUnknown(have.Labels[mcsv1b1.LabelSourceCluster]) {
+		switch {
+		case have == nil || want[have.Name]:
+			continue
+		case plan.IsUnknown(have.Labels[mcsv1b1.LabelSourceCluster]):
+			// Kept, as its source cannot be read; a stale one is marked.
+			if s := plan.Restale(have); s != nil {
+				changed, err := w.applySlice(ctx, s)
+				errs = append(errs, err)
+				wrote = wrote || changed
+			}
 			continue
 		}
 		err := w.deleteSlice(ctx, have)

@@ -50,6 +50,10 @@ type Options struct {
 	// exported (see protected.go), nor are those AllowExport does not name.
 	Namespace   string
 	AllowExport []string
+	// StaleAfter is how long a member may be unhealthy before it counts
+	// as stale, as its Leases source-<member> do in coredns-mcs: their
+	// duration. 0: never.
+	StaleAfter time.Duration
 }
 
 // Controller syncs every multi-cluster service.
@@ -108,7 +112,7 @@ func (c *Controller) Handlers() members.Handlers {
 		Slices:   c.sliceEvent,
 		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
-		Changed:  func(string) { c.enqueueAll() },
+		Changed:  c.memberChanged,
 	}
 }
 
@@ -311,10 +315,21 @@ func (c *Controller) relevant(namespace, name string) bool {
 	return false
 }
 
+// memberChanged queues every service when a member comes, goes, syncs or
+// changes reachability, and again once a member that is not healthy now
+// would be stale (desired/stale.go).
+func (c *Controller) memberChanged(string) {
+	c.enqueueAll()
+	if c.opts.StaleAfter > 0 {
+		c.enqueueAllAfter(c.opts.StaleAfter)
+	}
+}
+
 // enqueueAll queues every service something multi-cluster is asked of, or
-// that a member holds an object of the controller's for: on start, and
-// whenever a member comes, goes, syncs or changes reachability.
-func (c *Controller) enqueueAll() {
+// that a member holds an object of the controller's for.
+func (c *Controller) enqueueAll() { c.enqueueAllAfter(0) }
+
+func (c *Controller) enqueueAllAfter(delay time.Duration) {
 	keys := c.hub.keys()
 	for _, m := range c.opts.Members.List() {
 		keys = append(keys, m.ExportKeys()...)
@@ -323,8 +338,8 @@ func (c *Controller) enqueueAll() {
 	}
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
-		if ns, name, err := cache.SplitMetaNamespaceKey(k); err == nil {
-			c.enqueue(ns, name)
+		if ns, _, err := cache.SplitMetaNamespaceKey(k); err == nil && c.inScope(ns) {
+			c.queue.AddAfter(k, delay)
 		}
 	}
 }

@@ -231,7 +231,9 @@ func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome) {
 	for _, m := range c.opts.Members.List() {
 		exp := m.Export(namespace, name)
-		if exp == nil || !m.Synced() {
+		// An unreachable member's write would only wait for its time-out;
+		// it is reported to once it is back, which queues every service.
+		if ok, _ := m.Reachable(); exp == nil || !ok || !m.Synced() {
 			continue
 		}
 		upd := exp.DeepCopy()

@@ -101,12 +101,14 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		if m.Retiring() {
 			continue // it takes part in nothing: applying the plan cleans it
 		}
+		stale := c.opts.StaleAfter > 0 && m.UnhealthyFor() >= c.opts.StaleAfter
 		if !m.Synced() {
-			in.Members[m.Name] = desired.Member{}
+			in.Members[m.Name] = desired.Member{Stale: stale}
 			continue
 		}
 		in.Members[m.Name] = desired.Member{
 			Known:      true,
+			Stale:      stale,
 			Service:    m.Service(namespace, name),
 			Export:     m.Export(namespace, name),
 			Slices:     m.SlicesOf(members.BySourceService, namespace, name),

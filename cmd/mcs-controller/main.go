@@ -153,7 +153,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers,
-			Namespace: f.namespace, AllowExport: f.allowExport,
+			Namespace: f.namespace, AllowExport: f.allowExport, StaleAfter: f.sourceLeaseDuration,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}

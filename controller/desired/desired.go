@@ -53,6 +53,9 @@ type Member struct {
 	// NotAllowed, when set, says why the member may not export from the
 	// service's namespace: the operator bounds where it exports from.
 	NotAllowed string
+	// Stale: the member has been unhealthy for as long as its Lease
+	// source-<member> lasts (stale.go). Set whether it is Known or not.
+	Stale bool
 }
 
 // Plan is what every member should hold.
@@ -79,6 +82,11 @@ type Plan struct {
 	Slices []*discoveryv1.EndpointSlice
 	// Skipped says which source slices were not imported, and why.
 	Skipped []string
+	// Stale are the stale members, and ReadyElsewhere says whether a
+	// provider that is not stale has a ready endpoint: then the stale
+	// ones' imported endpoints are not ready (stale.go).
+	Stale          []string
+	ReadyElsewhere bool
 	// Conflicts holds, by provision cluster, why its Service lost to an
 	// older export's (mcs-api reason and message).
 	Conflicts map[string]Cause
@@ -154,6 +162,7 @@ func Compute(in *Input) *Plan {
 	p.Import = p.shape(in)
 	if p.Import != nil {
 		p.Slices, p.Skipped = importedSlices(in, p.Import.Clusters)
+		p.markStale(in)
 	}
 	return p
 }

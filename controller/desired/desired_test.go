@@ -365,7 +365,7 @@ func FuzzCompute(f *testing.F) {
 				}
 				return shape[(i*4+k)%len(shape)]
 			}
-			m := Member{Known: b(0)%4 != 0}
+			m := Member{Known: b(0)%4 != 0, Stale: b(1)%2 == 1}
 			if b(1)%3 != 0 {
 				// Names from a small set, so that providers share, differ
 				// in, or leave out a port's name.
@@ -412,6 +412,23 @@ func FuzzCompute(f *testing.F) {
 		}
 		if p.Import != nil && len(p.Import.Clusters) == 0 {
 			t.Errorf("an import without clusters: %+v", p.Import)
+		}
+		// Staleness never takes a service's last ready endpoint.
+		sourceReady, importedReady := false, false
+		var importedFrom []string
+		if p.Import != nil {
+			importedFrom = p.Import.Clusters
+		}
+		for _, c := range importedFrom {
+			for _, s := range in.Members[c].Slices {
+				sourceReady = sourceReady || (s.AddressType != discoveryv1.AddressTypeFQDN && slices.ContainsFunc(s.Endpoints, ready))
+			}
+		}
+		for _, s := range p.Slices {
+			importedReady = importedReady || slices.ContainsFunc(s.Endpoints, ready)
+		}
+		if sourceReady && !importedReady {
+			t.Errorf("the providers have ready endpoints, the imported slices none (stale: %v)", p.Stale)
 		}
 		for _, c := range p.Provision {
 			if _, ok := in.Members[c]; !ok {

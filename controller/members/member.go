@@ -72,18 +72,21 @@ type Member struct {
 	// stopped, and it counts as unreachable until overflowUntil.
 	overflowErr   error
 	overflowUntil time.Time
+	// lastHealthy is when a probe last found it healthy, or when it was
+	// made (UnhealthyFor).
+	lastHealthy time.Time
 }
 
 // New makes a member reached through the given clients; nothing runs
 // until a Registry starts it. Tests build members over fake clientsets.
 func New(name, source string, kube kubernetes.Interface, mcs mcsclient.Interface) *Member {
-	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, lastErr: fmt.Errorf("not contacted yet")}
+	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, lastErr: fmt.Errorf("not contacted yet"), lastHealthy: time.Now()}
 }
 
 // brokenMember stands for a registration that cannot be used (a bad
 // kubeconfig): it is never reachable, and says why.
 func brokenMember(name, source string, err error) *Member {
-	return &Member{Name: name, Source: source, lastErr: err}
+	return &Member{Name: name, Source: source, lastErr: err, lastHealthy: time.Now()}
 }
 
 // Reachable reports whether the member answered its last probe, and the
@@ -119,6 +122,18 @@ func (m *Member) Settled() bool {
 func (m *Member) Healthy() bool {
 	ok, _ := m.Reachable()
 	return ok && m.Synced() && !m.Retiring()
+}
+
+// UnhealthyFor is how long the member has not been healthy, as of its
+// last probe: since a probe last found it healthy, or since it was
+// registered. 0 while it is healthy.
+func (m *Member) UnhealthyFor() time.Duration {
+	if m.Healthy() {
+		return 0
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return time.Since(m.lastHealthy)
 }
 
 // Retiring reports whether the member was deregistered and is being

@@ -89,6 +89,11 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	m.reachable, m.lastErr, m.probed = err == nil || (was && m.failures < failureThreshold), err, true
 	now, failures := m.reachable, m.failures
 	m.mu.Unlock()
+	if m.Healthy() {
+		m.mu.Lock()
+		m.lastHealthy = time.Now()
+		m.mu.Unlock()
+	}
 	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
 	if c := m.current(); c != nil {
 		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))

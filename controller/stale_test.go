@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// A provider unreachable for as long as its Lease lasts is stale for the
+// VIP too: its imported endpoints are not ready in every consumer while
+// another provider's are, and once it is back they are what it really
+// holds.
+func TestStaleProviderLeavesTheVIP(t *testing.T) {
+	const staleAfter = 100 * time.Millisecond
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
+		m3: {ns1()},
+	}, withOptions(Options{StaleAfter: staleAfter}))
+	f.sync("demo/foo")
+
+	f.setDown(m1, true)
+	// member2's export is pending, since member1 consumes it too.
+	pending := []string{"update serviceexports/status demo/foo"}
+	expect(t, "unreachable, not yet stale", f.sync("demo/foo"), writes{m2: pending})
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.member(m1).UnhealthyFor() >= staleAfter, nil
+	})
+	if err != nil {
+		t.Fatal("member1 never became stale")
+	}
+	mark := []string{"update endpointslices demo/imported-member1-foo-1"}
+	expect(t, "stale", f.sync("demo/foo"), writes{m2: mark, m3: mark})
+	s := f.sliceOf(m3, "imported-member1-foo-1")
+	if c := s.Endpoints[0].Conditions; ptr.Deref(c.Ready, true) || !ptr.Deref(c.Serving, false) || s.Annotations[api.AnnotationStale] == "" {
+		t.Errorf("member1's endpoint in member3: %+v, annotations %v; want not ready, serving, annotated", c, s.Annotations)
+	}
+	if c := f.sliceOf(m3, "imported-member2-foo-2").Endpoints[0].Conditions; !ptr.Deref(c.Ready, true) {
+		t.Errorf("member2's endpoint in member3 is not ready: %+v", c)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	// Back, with what changed meanwhile: imported as it is.
+	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
+	f.setDown(m1, false)
+	awaitSynced(t, f, m1)
+	back := []string{"update endpointslices demo/imported-member1-foo-1", "update serviceexports/status demo/foo"}
+	expect(t, "back", f.sync("demo/foo"), writes{m1: back[:1], m2: back, m3: back[:1]})
+	s = f.sliceOf(m3, "imported-member1-foo-1")
+	if len(s.Endpoints) != 2 || !ptr.Deref(s.Endpoints[0].Conditions.Ready, true) || s.Annotations[api.AnnotationStale] != "" {
+		t.Errorf("member1's slice in member3 after it is back: %+v %v, want its two ready endpoints", s.Endpoints, s.Annotations)
+	}
+}
+
+func awaitSynced(t *testing.T, f *fixture, member string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.member(member).Healthy(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s never became healthy", member)
+	}
+}
