@@ -38,6 +38,15 @@ const (
 	// generation of the provision cluster's slice it was copied from.
 	AnnotationSourceGeneration = GroupName + "/source-generation"
 
+	// AnnotationFilled on a ServiceImport the controller did not create
+	// says that it filled it in (value FilledSpec), and also added the
+	// strategy annotation (FilledStrategy): what it takes back once
+	// nothing provides the service. Another's import without it is never
+	// written to.
+	AnnotationFilled = GroupName + "/filled"
+	FilledSpec       = "spec"
+	FilledStrategy   = "spec,strategy"
+
 	// AnnotationStale on an imported EndpointSlice says why its endpoints
 	// are not ready: its source cluster is stale, and another cluster has
 	// ready endpoints, so the VIP leaves it out as DNS answers do.

@@ -91,9 +91,12 @@ func (w *writer) do(kind, verb string, fn func() error) error {
 func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == api.ManagedBy }
 
 // derivedService reports whether s is a derived Service: the controller
-// gives those, and only those, a ServiceImport as owner.
+// labels those, and only those, with the service they stand for (before
+// that label, it gave them a ServiceImport as owner, as it still does when
+// the import is its own).
 func derivedService(s *corev1.Service) bool {
-	return slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == mcsv1b1.ServiceImportKindName })
+	return s.Labels[mcsv1b1.LabelServiceName] != "" ||
+		slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == mcsv1b1.ServiceImportKindName })
 }
 
 func oursSlice(s *discoveryv1.EndpointSlice) bool {
@@ -248,8 +251,9 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 // errLeftAlone: a Service of the user's holds the name derived-<name>.
 var errLeftAlone = errors.New("left alone, and no slices imported")
 
-// ensureDerived makes derived-<name>: selector-less, owned by the import,
-// with the import's ports and IP families; headless when the import is.
+// ensureDerived makes derived-<name>: selector-less, owned by the import
+// when the import is the controller's, with the import's ports and IP
+// families; headless when the import is.
 func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.Import, imp *mcsv1b1.ServiceImport) (*corev1.Service, error) {
 	dname := api.DerivedPrefix + name
 	have := w.service(dname)
@@ -261,9 +265,10 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		ports = append(ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
 	}
 	owner := w.importOwner(imp)
+	labels := map[string]string{api.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: name}
 	if have == nil {
 		s := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}, OwnerReferences: owner},
+			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: labels, OwnerReferences: owner},
 			Spec: corev1.ServiceSpec{
 				Type: corev1.ServiceTypeClusterIP, Ports: ports,
 				IPFamilyPolicy: want.IPFamilyPolicy, IPFamilies: slices.Clone(want.IPFamilies),
@@ -285,10 +290,15 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		}
 		return w.ensureDerived(ctx, name, want, imp)
 	}
-	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) {
+	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) && hasLabels(have, labels) {
 		return have, nil
 	}
 	upd.Spec.Ports, upd.OwnerReferences = ports, owner
+	upd.Labels = maps.Clone(upd.Labels) // others' labels stay
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	maps.Copy(upd.Labels, labels)
 	if err := w.updateService(ctx, upd); err != nil {
 		return nil, err
 	}
@@ -321,7 +331,24 @@ func setFamilies(s *corev1.Service, want *desired.Import) (changed, recreate boo
 	return true, false
 }
 
+func hasLabels(o metav1.Object, labels map[string]string) bool {
+	for k, v := range labels {
+		if o.GetLabels()[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// importOwner is the owner of what the controller makes for an import of
+// its own: deleting the import collects them. Another's import (the user's,
+// another MCS implementation's) owns nothing of the controller's, so that
+// deleting it never takes the controller's objects with it; those are
+// deleted by the controller.
 func (w *writer) importOwner(imp *mcsv1b1.ServiceImport) []metav1.OwnerReference {
+	if !ours(imp) {
+		return nil
+	}
 	return []metav1.OwnerReference{{
 		APIVersion: w.m.ImportVersion(),
 		Kind:       mcsv1b1.ServiceImportKindName,

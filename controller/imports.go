@@ -72,19 +72,32 @@ func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, pla
 	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { setImportSpec(i, plan, derived) }, clusters)
 }
 
-// emptyImport leaves a user's ServiceImport that nothing provides here any
-// more without the addresses and clusters the controller filled in: its
-// spec.ips would name the deleted derived Service's VIP. The user's type
-// and ports stay.
+// emptyImport takes back from another's ServiceImport that nothing
+// provides here any more what the controller filled in: the addresses and
+// clusters (its spec.ips would name the deleted derived Service's VIP), and
+// the strategy annotation if the controller added it. The type and ports
+// stay. An import the controller never filled is not touched.
 func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
-	_, err := w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { i.Spec.IPs = nil }, nil)
+	filled, ok := imp.Annotations[api.AnnotationFilled]
+	if !ok {
+		return nil
+	}
+	_, err := w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) {
+		i.Spec.IPs = nil
+		i.Annotations = maps.Clone(i.Annotations)
+		delete(i.Annotations, api.AnnotationFilled)
+		if filled == api.FilledStrategy {
+			delete(i.Annotations, api.AnnotationStrategy)
+		}
+	}, nil)
 	return err
 }
 
 // setImportSpec sets what the controller owns of a ServiceImport. The
 // strategy annotation is set while a MultiClusterService enables native
-// names, and removed from ours when none does; a user's import keeps the
-// annotations the user gave it.
+// names, and removed when none does from ours, and from another's import
+// when the controller added it there; another's import keeps the
+// annotations its owner gave it.
 func setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
 	imp.Spec.Type = mcsv1b1.ClusterSetIP
 	if plan.Import.Headless {
@@ -95,16 +108,29 @@ func setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *core
 	if derived != nil && !plan.Import.Headless {
 		imp.Spec.IPs = slices.Clone(derived.Spec.ClusterIPs)
 	}
+	_, had := imp.Annotations[api.AnnotationStrategy]
+	added := ours(imp) || imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
+	imp.Annotations = maps.Clone(imp.Annotations)
+	if imp.Annotations == nil {
+		imp.Annotations = map[string]string{}
+	}
 	switch {
 	case plan.Strategy != "":
-		imp.Annotations = maps.Clone(imp.Annotations)
-		if imp.Annotations == nil {
-			imp.Annotations = map[string]string{}
-		}
 		imp.Annotations[api.AnnotationStrategy] = string(plan.Strategy)
-	case ours(imp) && imp.Annotations[api.AnnotationStrategy] != "":
-		imp.Annotations = maps.Clone(imp.Annotations)
+		added = added || !had
+	case added:
 		delete(imp.Annotations, api.AnnotationStrategy)
+		added = false
+	}
+	switch {
+	case ours(imp):
+	case added:
+		imp.Annotations[api.AnnotationFilled] = api.FilledStrategy
+	default:
+		imp.Annotations[api.AnnotationFilled] = api.FilledSpec
+	}
+	if len(imp.Annotations) == 0 {
+		imp.Annotations = nil
 	}
 }
 

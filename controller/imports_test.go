@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+)
+
+// othersImport is a ServiceImport another MCS implementation wrote, filled
+// in its own way.
+func othersImport(name string) *mcsv1b1.ServiceImport {
+	return &mcsv1b1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "others", Labels: map[string]string{"app.kubernetes.io/managed-by": "karmada"}},
+		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, IPs: []string{"10.99.0.1"}, Ports: []mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}},
+		Status:     mcsv1b1.ServiceImportStatus{Clusters: []mcsv1b1.ClusterStatus{{Cluster: "elsewhere"}}},
+	}
+}
+
+// Another implementation's ServiceImport that nothing here backs is never
+// written to, however often it is synced.
+func TestOthersImportLeftAlone(t *testing.T) {
+	f := newFixture(t, world{m1: {ns1()}, m2: {ns1(), othersImport("karmada")}})
+	expect(t, "sync", f.sync("demo/karmada"), writes{})
+	if imp := f.importOf(m2, "karmada"); len(imp.Spec.IPs) != 1 || len(imp.Status.Clusters) != 1 {
+		t.Errorf("the other's import was changed: %+v", imp)
+	}
+}
+
+// An import the controller fills that is not its own owns nothing of the
+// controller's (deleting it must not collect derived-<svc>); once nothing
+// provides the service, the controller takes back what it filled in,
+// the strategy annotation it added included, and nothing else.
+func TestOthersImportFilledAndGivenBack(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1(), othersImport("foo")},
+	})
+	expect(t, "sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices/status demo/foo"},
+		m2: {
+			"create services demo/derived-foo",
+			"update serviceimports demo/foo",
+			"update serviceimports/status demo/foo",
+			"create endpointslices demo/imported-member1-foo-1",
+		},
+	})
+	if d := f.serviceOf(m2, "derived-foo"); len(d.OwnerReferences) != 0 || d.Labels[mcsv1b1.LabelServiceName] != "foo" {
+		t.Errorf("derived-foo owners %v labels %v, want no owner and the service-name label", d.OwnerReferences, d.Labels)
+	}
+	if s := f.sliceOf(m2, "imported-member1-foo-1"); len(s.OwnerReferences) != 0 {
+		t.Errorf("imported slice owners %v, want none", s.OwnerReferences)
+	}
+	imp := f.importOf(m2, "foo")
+	if imp.Annotations[api.AnnotationStrategy] != "LocalFirst" || imp.Annotations[api.AnnotationFilled] != api.FilledStrategy || imp.Labels["app.kubernetes.io/managed-by"] != "karmada" {
+		t.Errorf("filled import %+v", imp.ObjectMeta)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	gone := f.mcsOf("foo")
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f.change(hub, gone, "update")
+	expect(t, "deleted", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices demo/foo"},
+		m2:  {"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "update serviceimports demo/foo", "update serviceimports/status demo/foo"},
+	})
+	imp = f.importOf(m2, "foo")
+	if _, ok := imp.Annotations[api.AnnotationStrategy]; ok || len(imp.Annotations) != 0 || len(imp.Spec.IPs) != 0 || len(imp.Status.Clusters) != 0 || len(imp.Spec.Ports) != 1 {
+		t.Errorf("import given back %+v %+v, want no annotations, IPs or clusters, its ports kept", imp.ObjectMeta, imp.Spec)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+}
