@@ -32,8 +32,9 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	// write would only wait for its time-out. It is synced again when it
 	// answers; what it provided stays imported meanwhile.
 	if ok, _ := m.Reachable(); !ok || !m.Synced() {
-		// An unknown member may provide: its Service is not known.
-		if plan.TakesPart(m.Name) || plan.IsUnknown(m.Name) {
+		// An unknown member may provide: its Service is not known; and
+		// one that holds the service's objects must be cleaned.
+		if plan.TakesPart(m.Name) || plan.IsUnknown(m.Name) || m.Holds(namespace, name) {
 			out.cannotReach(m.Name, m.Err())
 		}
 		return
@@ -51,15 +52,36 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 		start := time.Now()
 		err = w.consume(ctx, name, plan, seen)
 		syncEpsDuration.WithLabelValues(m.Name).Observe(time.Since(start).Seconds())
-	case plan.Import == nil && len(plan.Unknown) > 0:
-		// Whether the service still has a provider is not known: keep
-		// what the member holds until every member has synced.
+	case plan.Import == nil && w.providedByUnknown(name, plan):
+		// Its providers here are not known (at a start, say): keep what
+		// the member holds until they are.
 	default:
 		err = w.remove(ctx, name)
 	}
 	if err != nil {
 		out.applyFailed(m.Name, err)
 	}
+}
+
+// providedByUnknown reports whether a member whose caches have not synced
+// provided the service to this member when it was last written: it is
+// named in the import's status.clusters, or is the source of an imported
+// slice. Deleting the MultiClusterService, or the last ServiceExport of a
+// known provider, then still cleans the member at once.
+func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
+	if plan.Deleting {
+		return false
+	}
+	if imp := w.serviceImport(name); imp != nil {
+		for _, c := range imp.Status.Clusters {
+			if plan.IsUnknown(c.Cluster) {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(w.m.SlicesOf(members.ByImportedService, w.namespace, name), func(s *discoveryv1.EndpointSlice) bool {
+		return plan.IsUnknown(s.Labels[mcsv1b1.LabelSourceCluster])
+	})
 }
 
 // applyTimeout bounds the writes of one service into one member: far above

@@ -74,6 +74,10 @@ type Controller struct {
 	// lastValid holds, per key, the MultiClusterService as it was when its
 	// spec was last valid (see followed).
 	lastValid sync.Map
+	// registered holds the name of every member registered in this run:
+	// one no longer registered has left, and a spec that still names it
+	// is followed without it.
+	registered sync.Map
 }
 
 // New makes a Controller; the registry's handlers must be the ones

@@ -98,6 +98,15 @@ func withBounds(b map[string][]string) option { return func(f *fixture) { f.boun
 // withMaxObjects bounds the objects each member's informers may hold.
 func withMaxObjects(n int) option { return func(f *fixture) { f.maxObjects = n } }
 
+// withDown starts members whose probes fail: they never sync.
+func withDown(names ...string) option {
+	return func(f *fixture) {
+		for _, n := range names {
+			f.down[n] = true
+		}
+	}
+}
+
 // withoutCRD: the hub serves no MultiClusterService until serveCRD.
 func withoutCRD() option { return func(f *fixture) { f.noCRD.Store(true) } }
 

@@ -232,6 +232,52 @@ func TestMembersComeAndGo(t *testing.T) {
 	}
 }
 
+// A member deregistered while a MultiClusterService names it: it is
+// cleaned and retires, the condition names it, and the other clusters
+// keep being served (a change in member3 still reaches member2).
+func TestDeregisteredMemberInSpec(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	start(t, "", ns)
+	for _, c := range []string{m1, m2, m3} {
+		register(t, ns, c, l.KubeconfigOf(t, c))
+	}
+	workload(t, m3, ns, "foo", 1, false)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m3}, []v1alpha1.ClusterName{m1, m2}))
+	ips := readyIPsNow(t, m3, ns, "foo", 1)
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		for _, c := range []string{m1, m2} {
+			if err := sameImports(ctx, t, c, ns, "foo", map[string][]string{m3: ips}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	if err := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Delete(t.Context(), m1, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	workload(t, m3, ns, "foo", 2, false)
+	ips = readyIPsNow(t, m3, ns, "foo", 2)
+	labtest.Eventually(t, wait, func(ctx context.Context) error {
+		if err := sameImports(ctx, t, m2, ns, "foo", map[string][]string{m3: ips}); err != nil {
+			return err
+		}
+		if err := absent(ctx, t, m1, ns, "foo"); err != nil {
+			return err
+		}
+		m, err := getMCS(ctx, t, ns, "foo")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.EndpointSliceApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ClusterLeft" || !contains(c.Message, "spec.serviceConsumptionClusters names member1") {
+			return fmt.Errorf("EndpointSliceApplied is %+v, want ClusterLeft naming member1", c)
+		}
+		return nil
+	})
+}
+
 // readyIPsNow waits until cluster runs want ready pods of app name.
 func readyIPsNow(t *testing.T, cluster, ns, name string, want int) []string {
 	t.Helper()

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -29,6 +28,8 @@ const (
 	reasonCollected          = "Collected"
 	reasonNoService          = "NoService"
 	reasonClusterUnreachable = "ClusterUnreachable"
+	reasonClusterLeft        = "ClusterLeft"
+	reasonCleanupPending     = "CleanupPending"
 )
 
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
@@ -40,21 +41,30 @@ func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiCluste
 // report sets the MultiClusterService's conditions and events from what the
 // sync did, and lets it go once it is being deleted and all it caused is gone.
 func (c *Controller) report(ctx context.Context, mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) error {
-	if mcs.DeletionTimestamp != nil {
-		if !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) || out.err() != nil {
-			return out.err()
-		}
-		upd := mcs.DeepCopy()
-		upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
-		if len(out.unreachable) > 0 {
-			klog.InfoS("MultiClusterService deleted while members are unreachable: they are cleaned when they come back", "service", key(mcs), "unreachable", slices.Sorted(maps.Keys(out.unreachable)))
-		}
-		return c.updateMCS(ctx, upd, false)
+	if mcs.DeletionTimestamp == nil {
+		return c.setConditions(ctx, mcs, conditions(mcs, plan, out))
 	}
+	if !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) || out.err() != nil {
+		return out.err()
+	}
+	if len(out.unreachable) > 0 {
+		// Cleaned where it can be; the rest when those members are back,
+		// or deregistered.
+		msg := "deleted, and cleaned in every member but these, which are cleaned when they are back or deregistered: " + join(nil, slices.Sorted(maps.Values(out.unreachable)))
+		return c.setConditions(ctx, mcs, []metav1.Condition{falseCond(v1alpha1.EndpointSliceApplied, reasonCleanupPending, msg)})
+	}
+	upd := mcs.DeepCopy()
+	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
+	return c.updateMCS(ctx, upd, false)
+}
+
+// setConditions writes conditions that changed, and records an Event for
+// each.
+func (c *Controller) setConditions(ctx context.Context, mcs *v1alpha1.MultiClusterService, conds []metav1.Condition) error {
 	upd := mcs.DeepCopy()
 	changed := false
 	var news []metav1.Condition
-	for _, cond := range conditions(mcs, plan, out) {
+	for _, cond := range conds {
 		cond.ObservedGeneration = mcs.Generation
 		if was := meta.FindStatusCondition(mcs.Status.Conditions, cond.Type); was == nil || was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message {
 			news = append(news, cond)
@@ -120,6 +130,9 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	if msg := join(nil, unreachableIn(out, provision)); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceCollected, reasonClusterUnreachable, msg)
 	}
+	if len(plan.LeftProvision) > 0 {
+		return falseCond(v1alpha1.EndpointSliceCollected, reasonClusterLeft, left("spec.serviceProvisionClusters", plan.LeftProvision))
+	}
 	notAllowed := messages(plan.NotAllowed)
 	if plan.Import == nil {
 		where := "any member"
@@ -147,10 +160,18 @@ func applied(plan *desired.Plan, out *outcome) metav1.Condition {
 	if msg := join(nil, unreachableIn(out, plan.Consumption)); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonClusterUnreachable, msg)
 	}
+	if len(plan.LeftConsumption) > 0 {
+		return falseCond(v1alpha1.EndpointSliceApplied, reasonClusterLeft, left("spec.serviceConsumptionClusters", plan.LeftConsumption))
+	}
 	if plan.Import == nil {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonNoService, "nothing to import: no provision cluster has the Service")
 	}
 	return trueCond(v1alpha1.EndpointSliceApplied, reasonApplied, "imported into "+strings.Join(plan.Consumption, ", "))
+}
+
+// left says that a list of the spec names clusters that left.
+func left(field string, clusters []string) string {
+	return bounded(fmt.Sprintf("%s names %s, no longer a member (deregistered): the other clusters are served; take it out of the spec", field, strings.Join(clusters, ", ")))
 }
 
 // messages are the causes' messages, by cluster name.

@@ -90,17 +90,23 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 // input gathers what the caches hold of the service. A MultiClusterService
 // being deleted counts as absent: what it alone caused goes away.
 func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
-	in := &desired.Input{Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name)}
-	if mcs != nil && mcs.DeletionTimestamp == nil {
+	in := &desired.Input{
+		Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name),
+		Deleting: mcs != nil && mcs.DeletionTimestamp != nil,
+	}
+	if mcs != nil && !in.Deleting {
 		in.MCS = mcs
 		if obj, ok, _ := c.hubServices.GetStore().GetByKey(namespace + "/" + name); ok {
 			in.HubService, _ = obj.(*corev1.Service)
 		}
 	}
+	present := map[string]bool{}
 	for _, m := range c.opts.Members.List() {
+		c.registered.Store(m.Name, true)
 		if m.Retiring() {
 			continue // it takes part in nothing: applying the plan cleans it
 		}
+		present[m.Name] = true
 		stale := c.opts.StaleAfter > 0 && m.UnhealthyFor() >= c.opts.StaleAfter
 		if !m.Synced() {
 			in.Members[m.Name] = desired.Member{Stale: stale}
@@ -115,6 +121,13 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			NotAllowed: m.NotAllowed(namespace),
 		}
 	}
+	c.registered.Range(func(name, _ any) bool {
+		if !present[name.(string)] {
+			in.Left = append(in.Left, name.(string))
+		}
+		return true
+	})
+	slices.Sort(in.Left)
 	return in
 }
 

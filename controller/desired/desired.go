@@ -35,6 +35,12 @@ type Input struct {
 	Protected string
 	// Members holds every registered member by name.
 	Members map[string]Member
+	// Left are clusters that were members and left (deregistered, or
+	// retiring): a spec that names one is followed without it.
+	Left []string
+	// Deleting: the MultiClusterService of that name is being deleted
+	// (MCS is then nil); see Plan.Deleting.
+	Deleting bool
 }
 
 // Member is what one member cluster holds of the service.
@@ -97,6 +103,13 @@ type Plan struct {
 	// Propagate holds, by member, the Service to propagate from the hub;
 	// members absent here must not hold a propagated one.
 	Propagate map[string]*corev1.Service
+	// LeftProvision and LeftConsumption are the clusters the spec names
+	// in each list that have left: it is followed without them.
+	LeftProvision, LeftConsumption []string
+	// Deleting: the MultiClusterService is being deleted, so what it
+	// caused goes from every member that can be reached, whatever members
+	// whose caches have not synced may hold.
+	Deleting bool
 }
 
 // Import is the shape of the ServiceImport and the derived Service.
@@ -132,7 +145,7 @@ func (p *Plan) IsUnknown(cluster string) bool { return slices.Contains(p.Unknown
 
 // Compute makes the plan for in.
 func Compute(in *Input) *Plan {
-	p := &Plan{Conflicts: map[string]Cause{}, NotAllowed: map[string]Cause{}, Propagate: map[string]*corev1.Service{}}
+	p := &Plan{Conflicts: map[string]Cause{}, NotAllowed: map[string]Cause{}, Propagate: map[string]*corev1.Service{}, Deleting: in.Deleting}
 	for _, name := range slices.Sorted(maps.Keys(in.Members)) {
 		if !in.Members[name].Known {
 			p.Unknown = append(p.Unknown, name)
@@ -150,6 +163,8 @@ func Compute(in *Input) *Plan {
 		return p
 	}
 	p.Provision, p.Consumption = clusters(in)
+	p.Provision, p.LeftProvision = present(in, p.Provision)
+	p.Consumption, p.LeftConsumption = present(in, p.Consumption)
 	p.Provision = p.allowed(in, p.Provision)
 	if in.MCS != nil {
 		p.Strategy = cmp.Or(in.MCS.Spec.Strategy, api.RemoteAndLocal)
@@ -208,7 +223,7 @@ func validate(in *Input) string {
 	}
 	for field, list := range map[string][]v1alpha1.ClusterName{"spec.serviceProvisionClusters": spec.ServiceProvisionClusters, "spec.serviceConsumptionClusters": spec.ServiceConsumptionClusters} {
 		for _, c := range list {
-			if _, ok := in.Members[string(c)]; !ok {
+			if _, ok := in.Members[string(c)]; !ok && !slices.Contains(in.Left, string(c)) {
 				return fmt.Sprintf("%s: unknown cluster %q (members: %s)", field, c, strings.Join(slices.Sorted(maps.Keys(in.Members)), ", "))
 			}
 		}
@@ -246,6 +261,20 @@ func clusters(in *Input) (provision, consumption []string) {
 		}
 	}
 	return slices.Sorted(maps.Keys(set)), consumption
+}
+
+// present splits clusters into the members and those that left. A list
+// that names only clusters that left is then empty: it names no cluster,
+// which is not the empty list of the spec, "every member".
+func present(in *Input, clusters []string) (members, left []string) {
+	for _, c := range clusters {
+		if _, ok := in.Members[c]; ok {
+			members = append(members, c)
+		} else {
+			left = append(left, c)
+		}
+	}
+	return members, left
 }
 
 // allowed keeps the provision clusters that may export from the service's

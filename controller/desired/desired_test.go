@@ -476,3 +476,29 @@ func TestFamilies(t *testing.T) {
 		})
 	}
 }
+
+// A spec that names a cluster that left is followed without it: a list
+// of only such clusters names none (not every member), and each list says
+// which left. A name that was never a member is still a typo.
+func TestLeft(t *testing.T) {
+	members := map[string]Member{
+		"m1": {Known: true, Service: svc(false, port("http", 80, "")), Slices: []*discoveryv1.EndpointSlice{slice("foo-a", "10.0.0.1")}},
+		"m2": {Known: true},
+	}
+	p := Compute(&Input{Namespace: "ns", Name: "foo", Members: members, Left: []string{"m3"},
+		MCS: multi("", []v1alpha1.ClusterName{"m1", "m3"}, []v1alpha1.ClusterName{"m2", "m3"})})
+	if p.Invalid != "" || !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m2"}) ||
+		!slices.Equal(p.LeftProvision, []string{"m3"}) || !slices.Equal(p.LeftConsumption, []string{"m3"}) {
+		t.Errorf("plan %q provision %v (left %v) consumption %v (left %v)", p.Invalid, p.Provision, p.LeftProvision, p.Consumption, p.LeftConsumption)
+	}
+	p = Compute(&Input{Namespace: "ns", Name: "foo", Members: members, Left: []string{"m3"},
+		MCS: multi("", []v1alpha1.ClusterName{"m1"}, []v1alpha1.ClusterName{"m3"})})
+	if len(p.Consumption) != 0 || p.Consumes("m1") || p.Consumes("m2") {
+		t.Errorf("only a departed consumer: consumption %v, want none", p.Consumption)
+	}
+	p = Compute(&Input{Namespace: "ns", Name: "foo", Members: members, Left: []string{"m3"},
+		MCS: multi("", nil, []v1alpha1.ClusterName{"m2", "m4"})})
+	if !strings.Contains(p.Invalid, `unknown cluster "m4"`) {
+		t.Errorf("a cluster never registered: %q, want it invalid", p.Invalid)
+	}
+}

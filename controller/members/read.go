@@ -97,9 +97,32 @@ func (m *Member) ExportKeys() []string {
 	return c.exports.GetStore().ListKeys()
 }
 
+// Holds reports whether the member's caches hold an object the controller
+// wrote for service namespace/name: an imported slice, the derived or a
+// propagated Service, or a ServiceImport it made or filled.
+func (m *Member) Holds(namespace, name string) bool {
+	if len(m.SlicesOf(ByImportedService, namespace, name)) > 0 {
+		return true
+	}
+	for _, s := range []*corev1.Service{m.Service(namespace, name), m.Service(namespace, api.DerivedPrefix+name)} {
+		if s != nil && s.Labels[api.LabelManagedBy] == api.ManagedBy {
+			return true
+		}
+	}
+	imp := m.Import(namespace, name)
+	return imp != nil && ourImport(imp)
+}
+
+// ourImport: the controller made the import, or filled it in.
+func ourImport(imp *mcsv1b1.ServiceImport) bool {
+	_, filled := imp.Annotations[api.AnnotationFilled]
+	return imp.Labels[api.LabelManagedBy] == api.ManagedBy || filled
+}
+
 // ManagedKeys lists the services (namespace/name) of which the member
-// holds an object the controller wrote: an imported slice, or a
-// ServiceImport, derived or propagated Service carrying its label.
+// holds an object the controller wrote: an imported slice, a derived or
+// propagated Service carrying its label, or a ServiceImport it made or
+// filled.
 func (m *Member) ManagedKeys() []string {
 	c := m.current()
 	if c == nil {
@@ -112,7 +135,7 @@ func (m *Member) ManagedKeys() []string {
 		}
 	}
 	for _, obj := range c.imports.GetStore().List() {
-		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && i.Labels[api.LabelManagedBy] == api.ManagedBy {
+		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && ourImport(i) {
 			keys = append(keys, i.Namespace+"/"+i.Name)
 		}
 	}
