@@ -32,18 +32,23 @@ type Renewer struct {
 
 	mu   sync.Mutex
 	last map[pair]*coordv1.Lease // as last written: renewals need no read
+	busy map[string]bool         // consumers whose round is running
+	wg   sync.WaitGroup
 }
 
 type pair struct{ consumer, provider string }
 
-// Run renews until ctx ends.
+// Run renews until ctx ends, and waits for the renewals under way.
 func (r *Renewer) Run(ctx context.Context) {
-	r.last = map[pair]*coordv1.Lease{}
+	r.last, r.busy = map[pair]*coordv1.Lease{}, map[string]bool{}
 	wait.UntilWithContext(ctx, r.renewAll, r.Every)
+	r.wg.Wait()
 }
 
-// renewAll renews every consumer's Leases, consumers in parallel so that a
-// slow one delays no other.
+// renewAll starts a round of renewals in every reachable consumer whose
+// previous round is done. Rounds run on their own and nobody waits for
+// them, so a consumer that hangs on writes (a stuck webhook, an overloaded
+// etcd) delays no other consumer's Leases: only its own round runs late.
 func (r *Renewer) renewAll(ctx context.Context) {
 	all := r.Members.List()
 	var healthy []string
@@ -52,36 +57,56 @@ func (r *Renewer) renewAll(ctx context.Context) {
 			healthy = append(healthy, m.Name)
 		}
 	}
-	var wg sync.WaitGroup
 	for _, c := range all {
-		if ok, _ := c.Reachable(); !ok || c.Retiring() {
+		if ok, _ := c.Reachable(); !ok || c.Retiring() || !r.claim(c.Name) {
 			continue
 		}
-		wg.Go(func() {
+		r.wg.Go(func() {
+			defer r.release(c.Name)
 			for _, p := range healthy {
-				err := r.renew(ctx, c, p)
-				switch {
-				case apierrors.IsConflict(err):
-					// Another writer renewed it (a controller handing over
-					// the lead): it is read again next time.
-					klog.V(2).InfoS("Lease renewed by another writer", "cluster", c.Name, "lease", api.LeasePrefix+p)
-				case err != nil:
-					klog.ErrorS(err, "Cannot renew Lease", "cluster", c.Name, "lease", api.LeasePrefix+p)
-				}
+				r.report(c, p, r.renew(ctx, c, p))
 			}
 		})
 	}
-	wg.Wait()
 }
 
+func (r *Renewer) claim(consumer string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[consumer] {
+		return false
+	}
+	r.busy[consumer] = true
+	return true
+}
+
+func (r *Renewer) release(consumer string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, consumer)
+}
+
+func (r *Renewer) report(c *members.Member, provider string, err error) {
+	switch {
+	case apierrors.IsConflict(err):
+		// Another writer renewed it (a controller handing over the lead):
+		// it is read again next time.
+		klog.V(2).InfoS("Lease renewed by another writer", "cluster", c.Name, "lease", api.LeasePrefix+provider)
+	case err != nil:
+		klog.ErrorS(err, "Cannot renew Lease", "cluster", c.Name, "lease", api.LeasePrefix+provider)
+	}
+}
+
+// renew renews one Lease, within half the renewal interval: a renewal that
+// takes longer would be late anyway, and the Lease outlasts several.
 func (r *Renewer) renew(ctx context.Context, c *members.Member, provider string) error {
-	ctx, cancel := context.WithTimeout(ctx, r.Every)
+	ctx, cancel := context.WithTimeout(ctx, r.Every/2)
 	defer cancel()
 	k := pair{c.Name, provider}
 	r.mu.Lock()
 	l := r.last[k]
 	r.mu.Unlock()
-	client := c.Kube.CoordinationV1().Leases(api.LeaseNamespace)
+	client := c.Control.CoordinationV1().Leases(api.LeaseNamespace)
 	if l == nil {
 		got, err := client.Get(ctx, api.LeasePrefix+provider, metav1.GetOptions{})
 		switch {
@@ -102,7 +127,7 @@ func (r *Renewer) renew(ctx context.Context, c *members.Member, provider string)
 
 func (r *Renewer) create(ctx context.Context, c *members.Member, k pair) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.LeaseNamespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := c.Control.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		members.CountWrite(c.Name, "Namespace", "create", err)
 		return err
 	}
@@ -112,7 +137,7 @@ func (r *Renewer) create(ctx context.Context, c *members.Member, k pair) error {
 		Labels:    map[string]string{api.LabelManagedBy: api.ManagedBy},
 	}}
 	r.fill(l)
-	got, err := c.Kube.CoordinationV1().Leases(api.LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
+	got, err := c.Control.CoordinationV1().Leases(api.LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
 	members.CountWrite(c.Name, "Lease", "create", err)
 	r.remember(k, got, err)
 	return err

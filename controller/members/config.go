@@ -94,7 +94,16 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", name, source, err)
 	}
-	return New(name, source, kube, mcs), nil
+	// A client of its own, rate limiter included: a probe or a renewal
+	// waiting behind a burst of writes would count the member as cut off,
+	// or let its Leases expire.
+	control, err := kubernetes.NewForConfig(kubeRC)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", name, source, err)
+	}
+	m := New(name, source, kube, mcs)
+	m.Control = control
+	return m, nil
 }
 
 // fromSecret makes the member a Secret registers, from its kubeconfig,

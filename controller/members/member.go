@@ -35,6 +35,9 @@ type Member struct {
 	Source string // where it was registered, for messages: "context x of f", "secret ns/y"
 	Kube   kubernetes.Interface
 	MCS    mcsclient.Interface
+	// Control is for the probe and the Leases: a client of its own, whose
+	// rate limiter no burst of writes through Kube holds up.
+	Control kubernetes.Interface
 
 	// secret is the namespace/name of the Secret that registered it, at
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
@@ -77,10 +80,11 @@ type Member struct {
 	lastHealthy time.Time
 }
 
-// New makes a member reached through the given clients; nothing runs
-// until a Registry starts it. Tests build members over fake clientsets.
+// New makes a member reached through the given clients, Kube also being
+// its Control; nothing runs until a Registry starts it. Tests build
+// members over fake clientsets.
 func New(name, source string, kube kubernetes.Interface, mcs mcsclient.Interface) *Member {
-	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, lastErr: fmt.Errorf("not contacted yet"), lastHealthy: time.Now()}
+	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, Control: kube, lastErr: fmt.Errorf("not contacted yet"), lastHealthy: time.Now()}
 }
 
 // brokenMember stands for a registration that cannot be used (a bad

@@ -19,7 +19,7 @@ type ReadyFunc func(ctx context.Context, m *Member) error
 
 // Readyz is the probe of a real API server: GET /readyz.
 func Readyz(ctx context.Context, m *Member) error {
-	return m.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	return m.Control.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 }
 
 // start probes the member and, once it answers, discovers its MCS API
