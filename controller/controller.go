@@ -65,6 +65,7 @@ type Controller struct {
 
 	hub         hubMCS
 	crdPoll     time.Duration
+	memberWait  time.Duration // memberWait, but for tests
 	hubServices cache.SharedIndexInformer
 	hubFactory  informers.SharedInformerFactory
 
@@ -74,6 +75,8 @@ type Controller struct {
 	// lastValid holds, per key, the MultiClusterService as it was when its
 	// spec was last valid (see followed).
 	lastValid sync.Map
+	// flights holds the members' writes under way, by flight (fanout.go).
+	flights sync.Map
 	// registered holds the name of every member registered in this run:
 	// one no longer registered has left, and a spec that still names it
 	// is followed without it.
@@ -93,7 +96,7 @@ func New(opts Options) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"},
 		),
 		track:   newTracker(),
-		crdPoll: crdPoll,
+		crdPoll: crdPoll, memberWait: memberWait,
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)

@@ -250,6 +250,8 @@ func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 // reportExports sets the MCS API conditions of every ServiceExport of the
 // service: Valid, Ready and Conflict, with mcs-api's reasons.
 func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome) {
+	updates := map[string]*mcsv1b1.ServiceExport{}
+	var ms []*members.Member
 	for _, m := range c.opts.Members.List() {
 		exp := m.Export(namespace, name)
 		// An unreachable member's write would only wait for its time-out;
@@ -262,16 +264,19 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 			cond.ObservedGeneration = exp.Generation
 			meta.SetStatusCondition(&upd.Status.Conditions, cond)
 		}
-		if equality.Semantic.DeepEqual(upd.Status, exp.Status) {
-			continue
+		if !equality.Semantic.DeepEqual(upd.Status, exp.Status) {
+			updates[m.Name] = upd
+			ms = append(ms, m)
 		}
+	}
+	c.fanOut(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
 		w := &writer{c: c, m: m, namespace: namespace}
 		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
-		if err := w.writeExportStatus(wctx, upd); err != nil {
-			out.applyFailed(m.Name, err)
+		defer cancel()
+		if err := w.writeExportStatus(wctx, updates[m.Name]); err != nil {
+			mine.applyFailed(m.Name, err)
 		}
-		cancel()
-	}
+	})
 }
 
 func exportConditions(svc *corev1.Service, cluster, service string, plan *desired.Plan, out *outcome) []metav1.Condition {

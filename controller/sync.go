@@ -133,16 +133,11 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 
 // applyMembers writes the plan into every member at once: members are
 // separate API servers, so a sync waits for the slowest, not for their
-// sum, and a member that hangs delays no other.
+// sum, and for one that hangs memberWait at most (fanout.go).
 func (c *Controller) applyMembers(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
-	var wg sync.WaitGroup
-	for _, m := range c.opts.Members.List() {
-		wg.Go(func() { c.applyMember(ctx, m, namespace, name, plan, out, seen) })
-	}
-	wg.Wait()
-	// Errors arrive in any order; conditions must not change with it.
-	slices.Sort(out.propagateErrs)
-	slices.Sort(out.applyErrs)
+	c.fanOut(namespace+"/"+name, c.opts.Members.List(), out, func(m *members.Member, mine *outcome) {
+		c.applyMember(ctx, m, namespace, name, plan, mine, seen)
+	})
 }
 
 // outcome collects what applying a plan did and what failed, by member.
@@ -153,6 +148,23 @@ type outcome struct {
 	// unreachable members are reported, not retried: a member that comes
 	// back queues every service again.
 	unreachable map[string]string
+}
+
+// merge adds what another outcome collected. Errors arrive in any order;
+// conditions must not change with it.
+func (o *outcome) merge(other *outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.propagateErrs = append(o.propagateErrs, other.propagateErrs...)
+	o.applyErrs = append(o.applyErrs, other.applyErrs...)
+	slices.Sort(o.propagateErrs)
+	slices.Sort(o.applyErrs)
+	for c, msg := range other.unreachable {
+		if o.unreachable == nil {
+			o.unreachable = map[string]string{}
+		}
+		o.unreachable[c] = msg
+	}
 }
 
 func (o *outcome) cannotReach(cluster string, err error) {

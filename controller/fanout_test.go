@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// A member whose API server hangs on writes holds a sync up for
+// memberWait at most: the other members are written at once, the hung one
+// is not written again while its writes are under way, and the service is
+// synced again once they end.
+func TestHungMemberSlowsNoOne(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	})
+	f.c.memberWait = 100 * time.Millisecond
+	release := make(chan struct{})
+	hang := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if slices.Contains([]string{"create", "update", "delete"}, a.GetVerb()) {
+			<-release
+		}
+		return false, nil, nil
+	}
+	f.kube[m3].PrependReactor("*", "*", hang)
+	f.mcs[m3].PrependReactor("*", "*", hang)
+
+	start := time.Now()
+	all := firstImport("foo", "imported-member1-foo-1")
+	expect(t, "member3 hangs", f.sync("demo/foo"), writes{m1: append(slices.Clone(all), "update serviceexports/status demo/foo"), m2: all})
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the sync took %s with member3 hung, want about memberWait (%s) per fan-out", took, f.c.memberWait)
+	}
+	start = time.Now()
+	expect(t, "again, its writes under way", f.sync("demo/foo"), writes{})
+	if took := time.Since(start); took > f.c.memberWait {
+		t.Errorf("a sync waited %s for a member whose writes are under way", took)
+	}
+	for queued(f.c, "demo/foo") { // drop what the syncs queued so far
+	}
+
+	close(release)
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queued(f.c, "demo/foo"), nil
+	})
+	if err != nil {
+		t.Fatal("the service was not queued again once member3's writes ended")
+	}
+	f.sync("demo/foo")
+	if imp := f.importOf(m3, "foo"); len(imp.Spec.IPs) != 1 {
+		t.Errorf("member3's import after its writes ended: %+v", imp.Spec)
+	}
+}

@@ -1,0 +1,168 @@
+//go:build lab
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+)
+
+// A member whose API server answers its probe but hangs on every write (a
+// webhook that never answers, in the test's namespace and mcs-system)
+// slows no one: for a minute, propagation from member1 to member2 stays
+// within twice its p99 before, and no Lease in member1 or member2 expires.
+func TestHungMember(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	start(t, l.MembersKubeconfig(t), ns)
+	m1Slices := l.Client(t, m1).DiscoveryV1().EndpointSlices(ns)
+	l.Apply(t, m1, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "foo", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+	})
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}))
+	n := 0
+	change := func() time.Duration { // one source change, and how long until member2 has it
+		n++
+		addr := fmt.Sprintf("10.250.%d.%d", n/250, n%250+1)
+		s := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "foo-own", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "foo", discoveryv1.LabelManagedBy: "test"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}}},
+		}
+		began := time.Now()
+		var err error
+		if n == 1 {
+			_, err = m1Slices.Create(t.Context(), s, metav1.CreateOptions{})
+		} else {
+			var have *discoveryv1.EndpointSlice
+			if have, err = m1Slices.Get(t.Context(), s.Name, metav1.GetOptions{}); err == nil {
+				have.Endpoints = s.Endpoints
+				_, err = m1Slices.Update(t.Context(), have, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		labtest.Eventually(t, wait, func(ctx context.Context) error {
+			got, err := imported(ctx, t, m2, ns, "foo")
+			if err != nil || !slices.Equal(got[m1], []string{addr}) {
+				return fmt.Errorf("member2 imports %v (%v), want %s from member1", got, err, addr)
+			}
+			return nil
+		})
+		return time.Since(began)
+	}
+	change()
+	var before []time.Duration
+	for range 20 {
+		before = append(before, change())
+	}
+	slices.Sort(before)
+	p99 := before[len(before)-1]
+
+	hang(t, m3, ns, api.LeaseNamespace)
+	var during []time.Duration
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
+		during = append(during, change())
+		leasesFresh(t, m1, m2)
+	}
+	slices.Sort(during)
+	t.Logf("propagation member1 → member2: max %s of 20 before member3 hung, max %s of %d while it hung", p99, during[len(during)-1], len(during))
+	// The floor keeps the bound above the lab's scheduling noise.
+	if worst, bound := during[len(during)-1], 2*max(p99, 50*time.Millisecond); worst > bound {
+		t.Errorf("propagation took up to %s while member3 hung, want at most %s (twice the p99 before)", worst, bound)
+	}
+}
+
+// hang makes cluster's API server hang on every write in namespaces, until
+// the test ends: a validating webhook whose server accepts connections and
+// never answers, as a stuck webhook does (the API server waits 30 s).
+func hang(t *testing.T, cluster string, namespaces ...string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		held []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	webhooks := labtest.Get(t).Client(t, cluster).AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	name := "hang-" + namespaces[0]
+	_, err = webhooks.Create(t.Context(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "hang.test.coredns-mcs.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + ln.Addr().String() + "/")},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces}}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](30),
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := webhooks.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting webhook %s in %s: %v", name, cluster, err)
+		}
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+}
+
+// leasesFresh fails unless every Lease source-<cluster> in each of
+// clusters was renewed within its duration.
+func leasesFresh(t *testing.T, clusters ...string) {
+	t.Helper()
+	for _, c := range clusters {
+		list, err := labtest.Get(t).Client(t, c).CoordinationV1().Leases(api.LeaseNamespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lease := range list.Items {
+			if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != t.Name() {
+				continue // another test's
+			}
+			if age := time.Since(lease.Spec.RenewTime.Time); age > time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second {
+				t.Errorf("%s: Lease %s renewed %s ago, longer than its %ds", c, lease.Name, age.Round(time.Second), *lease.Spec.LeaseDurationSeconds)
+			}
+		}
+	}
+}
