@@ -75,8 +75,10 @@ type Controller struct {
 	// lastValid holds, per key, the MultiClusterService as it was when its
 	// spec was last valid (see followed).
 	lastValid sync.Map
-	// flights holds the members' writes under way, by flight (fanout.go).
-	flights sync.Map
+	// flights holds the members' writes under way, landed what those a
+	// sync did not wait for did, by flight; slowMembers the members a
+	// sync does not wait for (fanout.go).
+	flights, landed, slowMembers sync.Map
 	// registered holds the name of every member registered in this run:
 	// one no longer registered has left, and a spec that still names it
 	// is followed without it.
@@ -130,7 +132,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.start(ctx); err != nil {
 		return err
 	}
-	c.enqueueAll()
+	// Every service now, and again once a member away since the start
+	// would be stale.
+	c.memberChanged("")
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.work, time.Second) })

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
@@ -9,66 +8,90 @@ import (
 
 // memberWait bounds how long a sync waits for one member's writes. A
 // member that takes longer (a stuck webhook, an overloaded etcd: its API
-// server answers its probe but not its writes) is reported, and its writes
-// go on by themselves, within applyTimeout; the service is synced again
-// once they end. The syncs of the other members' services are held up by
-// it for memberWait at most, and not at all while its writes for that
-// service are still under way.
+// server answers its probe but not its writes) is slow: its writes go on
+// by themselves, within applyTimeout, and the service is synced again once
+// they end, with what they did. Until one of its writes ends within
+// memberWait again, no sync waits for it at all, and none writes a service
+// into it while its writes for that service are still under way: the
+// other members' changes go through as if it were not there.
 const memberWait = time.Second
 
-// flight is one member's writes for one service, under way.
+// flight is one member's writes for one service.
 type flight struct{ cluster, key string }
 
-// slow says that a member's writes are under way for longer than
-// memberWait: the same whether this sync or an earlier one started them,
-// so that conditions do not change between the two.
-func (c *Controller) slow(cluster string) error {
-	return fmt.Errorf("%s has not ended its writes within %s: the service is synced again once they end", cluster, c.memberWait)
+type landing struct {
+	cluster string
+	out     *outcome
 }
 
 // fanOut runs fn for each of ms at once, each with an outcome of its own,
-// and merges into out those that end within memberWait. A member whose
-// writes for key from an earlier sync are still under way is not written
-// to again, and is reported.
+// and merges into out what the members it waits for did (see memberWait),
+// and what the writes of earlier syncs that it did not wait for did.
+// Members it does not wait for are noted in out.pending.
 func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn func(*members.Member, *outcome)) {
-	type result struct {
-		cluster string
-		out     *outcome
-	}
-	results := make(chan result, len(ms))
-	pending := map[string]bool{}
+	landings := make(chan landing, len(ms))
+	waiting := map[string]bool{}
+	late := 0
 	for _, m := range ms {
 		f := flight{m.Name, key}
+		if done, ok := c.landed.LoadAndDelete(f); ok {
+			out.merge(done.(*outcome))
+		}
 		if _, busy := c.flights.LoadOrStore(f, true); busy {
-			out.cannotReach(m.Name, c.slow(m.Name))
+			out.wait(m.Name)
 			continue
 		}
-		pending[m.Name] = true
-		go func() {
-			mine := &outcome{}
-			fn(m, mine)
-			c.flights.Delete(f)
-			results <- result{m.Name, mine}
-		}()
+		go c.fly(f, m, fn, landings)
+		if _, slow := c.slowMembers.Load(m.Name); slow {
+			out.wait(m.Name)
+			late++
+			continue
+		}
+		waiting[m.Name] = true
 	}
 	timer := time.NewTimer(c.memberWait)
 	defer timer.Stop()
-	for len(pending) > 0 {
+	for len(waiting) > 0 {
 		select {
-		case r := <-results:
-			delete(pending, r.cluster)
-			out.merge(r.out)
-		case <-timer.C:
-			for cluster := range pending {
-				out.cannotReach(cluster, c.slow(cluster))
+		case l := <-landings:
+			if waiting[l.cluster] {
+				delete(waiting, l.cluster)
+				out.merge(l.out)
+				continue
 			}
-			go func(late int) {
-				for range late {
-					<-results
-				}
-				c.queue.Add(key)
-			}(len(pending))
-			return
+			c.landed.Store(flight{l.cluster, key}, l.out)
+			late--
+			c.queue.Add(key)
+		case <-timer.C:
+			for cluster := range waiting {
+				out.wait(cluster)
+				c.slowMembers.Store(cluster, true)
+			}
+			late += len(waiting)
+			waiting = nil
 		}
 	}
+	if late > 0 {
+		go func() {
+			for range late {
+				l := <-landings
+				c.landed.Store(flight{l.cluster, key}, l.out)
+			}
+			c.queue.Add(key)
+		}()
+	}
+}
+
+// fly runs one member's writes, and notes whether the member is slow.
+func (c *Controller) fly(f flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
+	mine := &outcome{}
+	began := time.Now()
+	fn(m, mine)
+	if time.Since(began) > c.memberWait {
+		c.slowMembers.Store(m.Name, true)
+	} else {
+		c.slowMembers.Delete(m.Name)
+	}
+	c.flights.Delete(f)
+	landings <- landing{m.Name, mine}
 }

@@ -53,6 +53,9 @@ func (c *Controller) report(ctx context.Context, mcs *v1alpha1.MultiClusterServi
 		msg := "deleted, and cleaned in every member but these, which are cleaned when they are back or deregistered: " + join(nil, slices.Sorted(maps.Values(out.unreachable)))
 		return c.setConditions(ctx, mcs, []metav1.Condition{falseCond(v1alpha1.EndpointSliceApplied, reasonCleanupPending, msg)})
 	}
+	if len(out.pending) > 0 {
+		return nil // synced again once their writes end
+	}
 	upd := mcs.DeepCopy()
 	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
 	return c.updateMCS(ctx, upd, false)

@@ -148,6 +148,15 @@ type outcome struct {
 	// unreachable members are reported, not retried: a member that comes
 	// back queues every service again.
 	unreachable map[string]string
+	// pending are members whose writes the sync did not wait for
+	// (fanout.go): the service is synced again when they end.
+	pending []string
+}
+
+func (o *outcome) wait(cluster string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending = append(o.pending, cluster)
 }
 
 // merge adds what another outcome collected. Errors arrive in any order;

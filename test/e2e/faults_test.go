@@ -37,8 +37,10 @@ var shortLeases = []string{"--source-lease-duration", "6s", "--source-lease-rene
 // consumes foo from member1 and member3: nothing is deleted in member2;
 // once source-member1 has expired, member2's coredns-mcs leaves member1's
 // endpoints out while member3's serve, and answers with them when nothing
-// else is left; the MultiClusterService says member1 is unreachable. When
-// member1 answers again it serves again, and its next change arrives.
+// else is left, and so does derived-foo's VIP: member1's imported
+// endpoints are not ready meanwhile, and ready again when nothing else is;
+// the MultiClusterService says member1 is unreachable. When member1
+// answers again it serves again, and its next change arrives.
 func TestProviderDown(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
@@ -51,12 +53,14 @@ func TestProviderDown(t *testing.T) {
 	thaw := l.Freeze(t, m1, "kube-apiserver")
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, ips3...)))
 	unreachable(t, ns, "foo", v1alpha1.EndpointSliceCollected, m1)
+	staleForTheVIP(t, ns, "foo", m1, true)
 	if got := importedSlices(t, ns, "foo"); !slices.Equal(got, before) {
 		t.Errorf("member2's imported slices while member1 is away: %v, want %v as before", got, before)
 	}
 
 	l.Apply(t, m3, labtest.Deployment(ns, "foo", 0))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, ips1...)))
+	staleForTheVIP(t, ns, "foo", m1, false)
 
 	thaw()
 	l.Workload(t, m1, ns, "foo", 2, false)
@@ -94,9 +98,10 @@ func TestConsumerDown(t *testing.T) {
 // A provision cluster's API server stops and starts again (member1's, as
 // an upgrade or a crash would) while member2 consumes foo from member1 and
 // member3. Unlike a freeze, connections are refused and every watch on
-// member1 breaks. Nothing is deleted or rewritten in member2; the
-// MultiClusterService's condition and a Warning Event name member1; once
-// source-member1 has expired, member2 answers with member3's endpoints.
+// member1 breaks. Nothing is deleted or rewritten in member2 but member1's
+// imported endpoints, not ready once it is stale; the MultiClusterService's
+// condition and a Warning Event name member1; once source-member1 has
+// expired, member2 answers with member3's endpoints.
 // When member1 is back, a change made there at once arrives with the one
 // write it needs, and member2 still holds one imported slice per source
 // slice. member1's side of foo is a slice the test writes, so the change
@@ -116,8 +121,18 @@ func TestProviderRestart(t *testing.T) {
 	unreachable(t, ns, "foo", v1alpha1.EndpointSliceCollected, m1)
 	warned(t, ns, "foo", "ClusterUnreachable", m1)
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, ips3...)))
-	if got := member2Objects(t, ns, "foo"); !maps.Equal(got, objects) {
-		t.Errorf("member2's objects while member1 is away: %v, want them as they were: %v", got, objects)
+	staleForTheVIP(t, ns, "foo", m1, true)
+	unmarked := func(objs map[string]string) map[string]string {
+		return maps.Collect(func(yield func(string, string) bool) {
+			for k, v := range objs {
+				if !strings.HasPrefix(k, "EndpointSlice/"+api.ImportedPrefix+m1+"-") && !yield(k, v) {
+					return
+				}
+			}
+		})
+	}
+	if got := member2Objects(t, ns, "foo"); !maps.Equal(unmarked(got), unmarked(objects)) {
+		t.Errorf("member2's objects while member1 is away: %v, want them as they were but member1's slices: %v", got, objects)
 	}
 	writes := ctl.writes(t)
 	start()
@@ -334,6 +349,30 @@ func unreachable(t *testing.T, ns, name, condition, cluster string) {
 		c := meta.FindStatusCondition(m.Status.Conditions, condition)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ClusterUnreachable" || !strings.Contains(c.Message, cluster) {
 			return fmt.Errorf("%s is %+v, want ClusterUnreachable naming %s", condition, c, cluster)
+		}
+		return nil
+	})
+}
+
+// staleForTheVIP waits until member2's imported endpoints of service name
+// from source say what a stale source's say while another has ready ones
+// (not ready, annotated) or, when stale is false, are ready again.
+func staleForTheVIP(t *testing.T, ns, name, source string, stale bool) {
+	t.Helper()
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		list, err := labtest.Get(t).Client(t, m2).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: mcsv1beta1.LabelServiceName + "=" + name + "," + mcsv1beta1.LabelSourceCluster + "=" + source,
+		})
+		if err != nil || len(list.Items) == 0 {
+			return fmt.Errorf("member2's slices from %s: %v (%v)", source, list, err)
+		}
+		for _, s := range list.Items {
+			_, marked := s.Annotations[api.AnnotationStale]
+			for _, e := range s.Endpoints {
+				if ready := e.Conditions.Ready == nil || *e.Conditions.Ready; ready == stale || marked != stale {
+					return fmt.Errorf("member2's slice %s: ready %v, annotated %v; want the opposite of ready: %v", s.Name, ready, marked, stale)
+				}
+			}
 		}
 		return nil
 	})
