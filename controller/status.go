@@ -295,7 +295,7 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, plan.NotAllowed[cluster].Reason, plan.NotAllowed[cluster].Message)
 	}
 	conflict := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoConflicts, "no conflict with the other exports")
-	if cf, ok := plan.Conflicts[cluster]; ok {
+	if cf, ok := plan.ConflictOf(cluster); ok {
 		conflict = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionTrue, cf.Reason, cf.Message)
 	}
 	ready := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonExported, "imported into "+strings.Join(plan.Consumption, ", "))

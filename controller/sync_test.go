@@ -400,6 +400,14 @@ func TestPortConflict(t *testing.T) {
 	if c := meta.FindStatusCondition(exp.Status.Conditions, "Conflict"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" {
 		t.Errorf("member2's Conflict condition %+v, want True PortConflict", c)
 	}
+	// The oldest, whose definition is used, says so too (KEP-1645).
+	exp, err = f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(exp.Status.Conditions, "Conflict"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" || !strings.Contains(c.Message, "member2's") {
+		t.Errorf("member1's Conflict condition %+v, want True PortConflict naming member2", c)
+	}
 	imp := f.importOf(m3, "foo")
 	if len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Port != 80 || len(imp.Status.Clusters) != 2 {
 		t.Errorf("import %+v, want member1's port 80 and both clusters", imp)

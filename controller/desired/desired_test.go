@@ -240,7 +240,11 @@ func TestPortMergeByNumber(t *testing.T) {
 				t.Errorf("conflict %+v, want a PortConflict saying %q", c, tc.conflict)
 			}
 			if _, has := p.Conflicts["old"]; has {
-				t.Errorf("the older export has a conflict")
+				t.Errorf("the older export lost")
+			}
+			// Every export says the exports conflict, the oldest too.
+			if c, ok := p.ConflictOf("old"); ok != (tc.conflict != "") || (ok && (c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, tc.conflict))) {
+				t.Errorf("the older export's conflict %+v (%v), want one saying %q", c, ok, tc.conflict)
 			}
 		})
 	}

@@ -3,7 +3,9 @@ package desired
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -48,6 +50,26 @@ func (p *Plan) shape(in *Input) *Import {
 		imp.IPFamilyPolicy, imp.IPFamilies = families(cands)
 	}
 	return imp
+}
+
+// ConflictOf is the Conflict condition of cluster's export, if any. As
+// KEP-1645 asks, when the exports disagree every one of them says so: a
+// newer one whose definition lost, with its own reason and message, and
+// every other one (the oldest, whose definition is used, included) with
+// the reason of the first that lost and what each lost on.
+func (p *Plan) ConflictOf(cluster string) (Cause, bool) {
+	if c, lost := p.Conflicts[cluster]; lost {
+		return c, true
+	}
+	if len(p.Conflicts) == 0 || p.Import == nil || !slices.Contains(p.Import.Clusters, cluster) {
+		return Cause{}, false
+	}
+	losers := slices.Sorted(maps.Keys(p.Conflicts))
+	var msgs []string
+	for _, l := range losers {
+		msgs = append(msgs, p.Conflicts[l].Message)
+	}
+	return Cause{p.Conflicts[losers[0]].Reason, "the exports of this service conflict, and the oldest export's definition is used: " + strings.Join(msgs, "; ")}, true
 }
 
 // conflict records the first conflict of a cluster.
