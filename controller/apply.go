@@ -296,6 +296,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 				IPFamilyPolicy: want.IPFamilyPolicy, IPFamilies: slices.Clone(want.IPFamilies),
 			},
 		}
+		setTraffic(s, want.Traffic)
 		if want.Headless {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
 		}
@@ -312,10 +313,12 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		}
 		return w.ensureDerived(ctx, name, want, imp)
 	}
-	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) && hasLabels(have, labels) {
+	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) && hasLabels(have, labels) &&
+		desired.TrafficOf(have).Same(want.Traffic) {
 		return have, nil
 	}
 	upd.Spec.Ports, upd.OwnerReferences = ports, owner
+	setTraffic(upd, want.Traffic)
 	upd.Labels = maps.Clone(upd.Labels) // others' labels stay
 	if upd.Labels == nil {
 		upd.Labels = map[string]string{}
@@ -351,6 +354,13 @@ func setFamilies(s *corev1.Service, want *desired.Import) (changed, recreate boo
 	s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = want.IPFamilyPolicy, slices.Clone(want.IPFamilies)
 	s.Spec.ClusterIPs = s.Spec.ClusterIPs[:min(1, len(s.Spec.ClusterIPs))]
 	return true, false
+}
+
+// setTraffic makes s handle its traffic as t says, so that kube-proxy does
+// what the import says.
+func setTraffic(s *corev1.Service, t desired.Traffic) {
+	s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
+	s.Spec.InternalTrafficPolicy, s.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
 }
 
 func hasLabels(o metav1.Object, labels map[string]string) bool {

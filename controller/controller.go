@@ -79,6 +79,9 @@ type Controller struct {
 	// sync did not wait for did, by flight; slowMembers the members a
 	// sync does not wait for (fanout.go).
 	flights, landed, slowMembers sync.Map
+	// prunedFields holds, by member, the ServiceImport fields its CRD
+	// drops (imports.go).
+	prunedFields sync.Map
 	// registered holds the name of every member registered in this run:
 	// one no longer registered has left, and a spec that still names it
 	// is followed without it.

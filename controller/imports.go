@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -31,13 +32,15 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 	imp := &mcsv1b1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
 	}
-	setImportSpec(imp, plan, nil)
+	w.setImportSpec(imp, plan, nil)
 	if err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
 		return w.m.ServiceImports(w.namespace).Create(ctx, imp)
 	}); err != nil {
 		return nil, err
 	}
-	return w.serviceImport(name), nil
+	got := w.serviceImport(name)
+	w.notePruned(imp, got)
+	return got, nil
 }
 
 // updateImport brings the import's spec (what set writes into it) and
@@ -50,6 +53,7 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, s
 			return nil, err
 		}
 		imp = w.serviceImport(imp.Name)
+		w.notePruned(upd, imp)
 		upd = imp.DeepCopy()
 	}
 	if equality.Semantic.DeepEqual(clusters, imp.Status.Clusters) {
@@ -69,7 +73,7 @@ func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, pla
 	for _, c := range plan.Import.Clusters {
 		clusters = append(clusters, mcsv1b1.ClusterStatus{Cluster: c})
 	}
-	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { setImportSpec(i, plan, derived) }, clusters)
+	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { w.setImportSpec(i, plan, derived) }, clusters)
 }
 
 // emptyImport takes back from another's ServiceImport that nothing
@@ -83,7 +87,7 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 		return nil
 	}
 	_, err := w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) {
-		i.Spec.IPs = nil
+		i.Spec.IPs, i.Spec.IPFamilies = nil, nil
 		i.Annotations = maps.Clone(i.Annotations)
 		delete(i.Annotations, api.AnnotationFilled)
 		if filled == api.FilledStrategy {
@@ -98,16 +102,21 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 // names, and removed when none does from ours, and from another's import
 // when the controller added it there; another's import keeps the
 // annotations its owner gave it.
-func setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
+func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
 	imp.Spec.Type = mcsv1b1.ClusterSetIP
 	if plan.Import.Headless {
 		imp.Spec.Type = mcsv1b1.Headless
 	}
 	imp.Spec.Ports = append([]mcsv1b1.ServicePort{}, plan.Import.Ports...)
-	imp.Spec.IPs = nil
+	imp.Spec.IPs, imp.Spec.IPFamilies = nil, nil
 	if derived != nil && !plan.Import.Headless {
 		imp.Spec.IPs = slices.Clone(derived.Spec.ClusterIPs)
+		imp.Spec.IPFamilies = slices.Clone(derived.Spec.IPFamilies)
 	}
+	t := plan.Import.Traffic
+	imp.Spec.SessionAffinity, imp.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
+	imp.Spec.InternalTrafficPolicy, imp.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
+	w.c.pruned(w.m.Name).drop(imp)
 	_, had := imp.Annotations[api.AnnotationStrategy]
 	added := ours(imp) || imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
 	imp.Annotations = maps.Clone(imp.Annotations)
@@ -147,4 +156,44 @@ func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) e
 	return w.drop("ServiceImport", imp, func(opts metav1.DeleteOptions) error {
 		return w.m.ServiceImports(w.namespace).Delete(ctx, imp.Name, opts)
 	})
+}
+
+// The fields of a ServiceImport that mcs-api's older CRDs lack: a member
+// whose CRD is older drops them from every write, and a compare that
+// counted them would write at every sync. What a member dropped once is
+// neither set nor compared there again, until the controller restarts.
+type prunedFields struct{ traffic, families bool }
+
+func (c *Controller) pruned(member string) prunedFields {
+	p, _ := c.prunedFields.Load(member)
+	pf, _ := p.(prunedFields)
+	return pf
+}
+
+// drop leaves out of imp what its member drops.
+func (p prunedFields) drop(imp *mcsv1b1.ServiceImport) {
+	if p.traffic {
+		imp.Spec.SessionAffinity, imp.Spec.SessionAffinityConfig = "", nil
+		imp.Spec.InternalTrafficPolicy, imp.Spec.TrafficDistribution = nil, nil
+	}
+	if p.families {
+		imp.Spec.IPFamilies = nil
+	}
+}
+
+// notePruned compares what was written with what the API server kept.
+func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
+	if got == nil {
+		return
+	}
+	p := w.c.pruned(w.m.Name)
+	was := p
+	s, g := sent.Spec, got.Spec
+	p.traffic = p.traffic || (s.SessionAffinity != "" && g.SessionAffinity == "") ||
+		(s.InternalTrafficPolicy != nil && g.InternalTrafficPolicy == nil) || (s.TrafficDistribution != nil && g.TrafficDistribution == nil)
+	p.families = p.families || (len(s.IPFamilies) > 0 && len(g.IPFamilies) == 0)
+	if p != was {
+		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families)
+		w.c.prunedFields.Store(w.m.Name, p)
+	}
 }

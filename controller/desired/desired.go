@@ -121,6 +121,8 @@ type Import struct {
 	// nil when no provider states its families.
 	IPFamilyPolicy *corev1.IPFamilyPolicy
 	IPFamilies     []corev1.IPFamily
+	// Traffic is the oldest export's (traffic.go); unset when headless.
+	Traffic Traffic
 }
 
 // Cause is a ServiceExport condition's reason and message: why a

@@ -48,6 +48,7 @@ func (p *Plan) shape(in *Input) *Import {
 	slices.Sort(imp.Clusters)
 	if !imp.Headless {
 		imp.IPFamilyPolicy, imp.IPFamilies = families(cands)
+		imp.Traffic = p.traffic(cands)
 	}
 	return imp
 }
