@@ -48,7 +48,7 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, set func(*mcsv1b1.ServiceImport), clusters []mcsv1b1.ClusterStatus) (*mcsv1b1.ServiceImport, error) {
 	upd := imp.DeepCopy()
 	set(upd)
-	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) {
+	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) || !maps.Equal(upd.Labels, imp.Labels) {
 		if err := w.writeImport(ctx, "update", upd); err != nil {
 			return nil, err
 		}
@@ -100,8 +100,8 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 // setImportSpec sets what the controller owns of a ServiceImport. The
 // strategy annotation is set while a MultiClusterService enables native
 // names, and removed when none does from ours, and from another's import
-// when the controller added it there; another's import keeps the
-// annotations its owner gave it.
+// when the controller added it there; another's import keeps the labels
+// and annotations its owner gave it.
 func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
 	imp.Spec.Type = mcsv1b1.ClusterSetIP
 	if plan.Import.Headless {
@@ -117,8 +117,36 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 	imp.Spec.SessionAffinity, imp.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
 	imp.Spec.InternalTrafficPolicy, imp.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
 	w.c.pruned(w.m.Name).drop(imp)
+	if ours(imp) {
+		setOwnImportMeta(imp, plan)
+	} else {
+		setOthersImportMeta(imp, plan)
+	}
+}
+
+// setOwnImportMeta makes the labels and annotations of the controller's
+// own import: the exports' (KEP-1645), its label, and the strategy.
+func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
+	imp.Labels = maps.Clone(plan.Import.Labels)
+	if imp.Labels == nil {
+		imp.Labels = map[string]string{}
+	}
+	imp.Labels[api.LabelManagedBy] = api.ManagedBy
+	imp.Annotations = maps.Clone(plan.Import.Annotations)
+	if plan.Strategy != "" {
+		if imp.Annotations == nil {
+			imp.Annotations = map[string]string{}
+		}
+		imp.Annotations[api.AnnotationStrategy] = string(plan.Strategy)
+	}
+}
+
+// setOthersImportMeta sets the strategy annotation on another's import,
+// and notes that the controller filled it in, and whether it added the
+// strategy; the labels and other annotations are its owner's.
+func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	_, had := imp.Annotations[api.AnnotationStrategy]
-	added := ours(imp) || imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
+	added := imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
 	imp.Annotations = maps.Clone(imp.Annotations)
 	if imp.Annotations == nil {
 		imp.Annotations = map[string]string{}
@@ -131,15 +159,9 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 		delete(imp.Annotations, api.AnnotationStrategy)
 		added = false
 	}
-	switch {
-	case ours(imp):
-	case added:
+	imp.Annotations[api.AnnotationFilled] = api.FilledSpec
+	if added {
 		imp.Annotations[api.AnnotationFilled] = api.FilledStrategy
-	default:
-		imp.Annotations[api.AnnotationFilled] = api.FilledSpec
-	}
-	if len(imp.Annotations) == 0 {
-		imp.Annotations = nil
 	}
 }
 

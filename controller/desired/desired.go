@@ -123,6 +123,9 @@ type Import struct {
 	IPFamilies     []corev1.IPFamily
 	// Traffic is the oldest export's (traffic.go); unset when headless.
 	Traffic Traffic
+	// Labels and Annotations are the oldest export's exportedLabels and
+	// exportedAnnotations (exported.go), for the controller's ServiceImports.
+	Labels, Annotations map[string]string
 }
 
 // Cause is a ServiceExport condition's reason and message: why a

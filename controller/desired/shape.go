@@ -19,6 +19,7 @@ type candidate struct {
 	cluster string
 	since   metav1.Time
 	svc     *corev1.Service
+	export  *mcsv1b1.ServiceExport // nil: provided by a MultiClusterService
 }
 
 // shape merges the provision clusters' Services into the ServiceImport's
@@ -50,6 +51,7 @@ func (p *Plan) shape(in *Input) *Import {
 		imp.IPFamilyPolicy, imp.IPFamilies = families(cands)
 		imp.Traffic = p.traffic(cands)
 	}
+	imp.Labels, imp.Annotations = p.exported(cands)
 	return imp
 }
 
@@ -122,7 +124,7 @@ func candidates(in *Input, provision []string) []candidate {
 		if m.Export != nil {
 			since = m.Export.CreationTimestamp
 		}
-		out = append(out, candidate{cluster: name, since: since, svc: m.Service})
+		out = append(out, candidate{cluster: name, since: since, svc: m.Service, export: m.Export})
 	}
 	slices.SortFunc(out, func(a, b candidate) int {
 		return cmp.Or(a.since.Compare(b.since.Time), cmp.Compare(a.cluster, b.cluster))

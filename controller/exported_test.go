@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// The oldest export's exportedLabels and exportedAnnotations are the
+// import's (KEP-1645), but never the keys the controller uses itself; a
+// newer export whose differ says LabelsConflict; a change is one update.
+func TestExportedLabelsAndAnnotations(t *testing.T) {
+	older := export("foo", t0)
+	older.Spec.ExportedLabels = map[string]string{"team": "a", api.LabelManagedBy: "someone-else"}
+	older.Spec.ExportedAnnotations = map[string]string{"note": "x", api.AnnotationStrategy: "LocalFirst"}
+	newer := export("foo", t0.Add(time.Hour))
+	newer.Spec.ExportedLabels = map[string]string{"team": "b"}
+	newer.Spec.ExportedAnnotations = older.Spec.ExportedAnnotations
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), older},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), newer},
+		m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	imp := f.importOf(m3, "foo")
+	if want := map[string]string{"team": "a", api.LabelManagedBy: api.ManagedBy}; !maps.Equal(imp.Labels, want) {
+		t.Errorf("import labels %v, want %v", imp.Labels, want)
+	}
+	if want := map[string]string{"note": "x"}; !maps.Equal(imp.Annotations, want) {
+		t.Errorf("import annotations %v, want %v", imp.Annotations, want)
+	}
+	exp := get(t, f.mcs[m2].MulticlusterV1beta1().ServiceExports(ns), m2, "foo")
+	if c := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionConflict)); c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(mcsv1b1.ServiceExportReasonLabelsConflict) {
+		t.Errorf("member2's Conflict %+v, want True LabelsConflict", c)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	changed := older.DeepCopy()
+	changed.Spec.ExportedLabels = map[string]string{"team": "b"}
+	f.change(m1, changed, "update")
+	one := []string{"update serviceimports demo/foo"}
+	// The exports agree now: their Conflict conditions clear.
+	both := append(one, "update serviceexports/status demo/foo")
+	expect(t, "labels changed", f.sync("demo/foo"), writes{m1: both, m2: both, m3: one})
+	if imp := f.importOf(m3, "foo"); imp.Labels["team"] != "b" {
+		t.Errorf("import labels %v, want team=b", imp.Labels)
+	}
+}
