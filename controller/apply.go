@@ -264,7 +264,7 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 		// it is, if there is one.
 		derived = w.service(api.DerivedPrefix + name)
 	}
-	if imp, err = w.fillImport(ctx, imp, plan, derived); err != nil {
+	if imp, err = w.fillImport(ctx, imp, plan, derived, derivedErr); err != nil {
 		return errors.Join(derivedErr, err)
 	}
 	return errors.Join(derivedErr, w.syncSlices(ctx, name, plan, imp, seen))

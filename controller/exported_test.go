@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,9 +45,10 @@ func TestExportedLabelsAndAnnotations(t *testing.T) {
 	changed := older.DeepCopy()
 	changed.Spec.ExportedLabels = map[string]string{"team": "b"}
 	f.change(m1, changed, "update")
-	one := []string{"update serviceimports demo/foo"}
+	// The import's Ready condition observes its new generation.
+	one := []string{"update serviceimports demo/foo", "update serviceimports/status demo/foo"}
 	// The exports agree now: their Conflict conditions clear.
-	both := append(one, "update serviceexports/status demo/foo")
+	both := append(slices.Clone(one), "update serviceexports/status demo/foo")
 	expect(t, "labels changed", f.sync("demo/foo"), writes{m1: both, m2: both, m3: one})
 	if imp := f.importOf(m3, "foo"); imp.Labels["team"] != "b" {
 		t.Errorf("import labels %v, want team=b", imp.Labels)

@@ -31,7 +31,7 @@ func TestDualStack(t *testing.T) {
 	expectVIPs(t, f, corev1.IPFamilyPolicySingleStack, v6)
 
 	f.change(m1, ipService("foo", corev1.IPFamilyPolicyPreferDualStack, v6, v4), "update")
-	more := []string{"update services demo/derived-foo", "update serviceimports demo/foo"}
+	more := []string{"update services demo/derived-foo", "update serviceimports demo/foo", "update serviceimports/status demo/foo"}
 	expect(t, "dual-stack", f.sync("demo/foo"), writes{m1: more, m2: more, m3: more})
 	expectVIPs(t, f, corev1.IPFamilyPolicyPreferDualStack, v6, v4)
 	expect(t, "again", f.sync("demo/foo"), writes{})
@@ -39,7 +39,7 @@ func TestDualStack(t *testing.T) {
 	expect(t, "after a restart", f.sync("demo/foo"), writes{})
 
 	f.change(m1, ipService("foo", corev1.IPFamilyPolicySingleStack, v4), "update")
-	anew := slices.Concat([]string{"delete services demo/derived-foo"}, all[1:3])
+	anew := slices.Concat([]string{"delete services demo/derived-foo"}, all[1:4])
 	expect(t, "IPv4 only", f.sync("demo/foo"), writes{m1: anew, m2: anew, m3: anew})
 	expectVIPs(t, f, corev1.IPFamilyPolicySingleStack, v4)
 }

@@ -290,6 +290,11 @@ func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int
 		if a.GetVerb() == "create" {
 			m.SetUID(types.UID(fmt.Sprintf("uid-%d", rv.Add(1))))
 		}
+		// The generation of the ServiceImports the controller writes, whose
+		// conditions observe it: as if every update changed the spec.
+		if a.GetResource().Resource == "serviceimports" && a.GetSubresource() == "" {
+			m.SetGeneration(m.GetGeneration() + 1)
+		}
 		if s, ok := obj.(*corev1.Service); ok && s.Spec.ClusterIP != corev1.ClusterIPNone {
 			allocate(s, rv.Load())
 		}

@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -45,7 +48,7 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 
 // updateImport brings the import's spec (what set writes into it) and
 // status.clusters up to date: one write for each of the two that differs.
-func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, set func(*mcsv1b1.ServiceImport), clusters []mcsv1b1.ClusterStatus) (*mcsv1b1.ServiceImport, error) {
+func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, set, setStatus func(*mcsv1b1.ServiceImport)) (*mcsv1b1.ServiceImport, error) {
 	upd := imp.DeepCopy()
 	set(upd)
 	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) || !maps.Equal(upd.Labels, imp.Labels) {
@@ -56,24 +59,55 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, s
 		w.notePruned(upd, imp)
 		upd = imp.DeepCopy()
 	}
-	if equality.Semantic.DeepEqual(clusters, imp.Status.Clusters) {
+	setStatus(upd)
+	w.c.pruned(w.m.Name).dropStatus(&upd.Status)
+	if equality.Semantic.DeepEqual(upd.Status, imp.Status) {
 		return imp, nil
 	}
-	upd.Status.Clusters = clusters
 	if err := w.writeImport(ctx, "update-status", upd); err != nil {
 		return nil, err
 	}
-	return w.serviceImport(imp.Name), nil
+	imp = w.serviceImport(imp.Name)
+	w.notePruned(upd, imp)
+	return imp, nil
 }
 
 // fillImport makes the import say what the plan provides, through the
-// derived Service.
-func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) (*mcsv1b1.ServiceImport, error) {
-	var clusters []mcsv1b1.ClusterStatus
-	for _, c := range plan.Import.Clusters {
-		clusters = append(clusters, mcsv1b1.ClusterStatus{Cluster: c})
+// derived Service (derivedErr: why there is none).
+func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service, derivedErr error) (*mcsv1b1.ServiceImport, error) {
+	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { w.setImportSpec(i, plan, derived) }, func(i *mcsv1b1.ServiceImport) {
+		s := &i.Status
+		s.Clusters = nil
+		for _, c := range plan.Import.Clusters {
+			s.Clusters = append(s.Clusters, mcsv1b1.ClusterStatus{Cluster: c})
+		}
+		s.EndpointSliceObjects = mcsv1b1.EndpointSliceObjectsAbsent
+		if len(plan.Slices) > 0 {
+			s.EndpointSliceObjects = mcsv1b1.EndpointSliceObjectsPresent
+		}
+		ready := importReady(i.Name, plan, derived, derivedErr)
+		ready.ObservedGeneration = i.Generation
+		meta.SetStatusCondition(&s.Conditions, ready)
+	})
+}
+
+// importReady is the ServiceImport's Ready condition (mcs-api v1beta1): a
+// ClusterSetIP import is ready once derived-<svc> has its VIP.
+func importReady(name string, plan *desired.Plan, derived *corev1.Service, derivedErr error) metav1.Condition {
+	cond := func(status metav1.ConditionStatus, reason mcsv1b1.ServiceImportConditionReason, msg string) metav1.Condition {
+		return metav1.Condition{Type: string(mcsv1b1.ServiceImportConditionReady), Status: status, Reason: string(reason), Message: bounded(msg)}
 	}
-	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { w.setImportSpec(i, plan, derived) }, clusters)
+	switch {
+	case plan.Import.Headless:
+		return cond(metav1.ConditionTrue, mcsv1b1.ServiceImportReasonReady, "imported from "+strings.Join(plan.Import.Clusters, ", "))
+	case derived != nil && len(derived.Spec.ClusterIPs) > 0:
+		return cond(metav1.ConditionTrue, mcsv1b1.ServiceImportReasonReady, fmt.Sprintf("imported from %s, at %s's ClusterIPs", strings.Join(plan.Import.Clusters, ", "), derived.Name))
+	case derivedErr != nil && strings.Contains(derivedErr.Error(), "not configured on this cluster"):
+		return cond(metav1.ConditionFalse, mcsv1b1.ServiceImportReasonIPFamilyNotSupported, derivedErr.Error())
+	case derivedErr != nil:
+		return cond(metav1.ConditionFalse, mcsv1b1.ServiceImportReasonPending, derivedErr.Error())
+	}
+	return cond(metav1.ConditionFalse, mcsv1b1.ServiceImportReasonPending, "waiting for the ClusterIPs of "+api.DerivedPrefix+name)
 }
 
 // emptyImport takes back from another's ServiceImport that nothing
@@ -93,7 +127,10 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 		if filled == api.FilledStrategy {
 			delete(i.Annotations, api.AnnotationStrategy)
 		}
-	}, nil)
+	}, func(i *mcsv1b1.ServiceImport) {
+		i.Status.Clusters, i.Status.EndpointSliceObjects = nil, ""
+		meta.RemoveStatusCondition(&i.Status.Conditions, string(mcsv1b1.ServiceImportConditionReady))
+	})
 	return err
 }
 
@@ -184,7 +221,7 @@ func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) e
 // whose CRD is older drops them from every write, and a compare that
 // counted them would write at every sync. What a member dropped once is
 // neither set nor compared there again, until the controller restarts.
-type prunedFields struct{ traffic, families bool }
+type prunedFields struct{ traffic, families, status bool }
 
 func (c *Controller) pruned(member string) prunedFields {
 	p, _ := c.prunedFields.Load(member)
@@ -203,6 +240,14 @@ func (p prunedFields) drop(imp *mcsv1b1.ServiceImport) {
 	}
 }
 
+// dropStatus leaves out of s what its member drops: v1alpha1's status
+// has clusters only.
+func (p prunedFields) dropStatus(s *mcsv1b1.ServiceImportStatus) {
+	if p.status {
+		s.EndpointSliceObjects, s.Conditions = "", nil
+	}
+}
+
 // notePruned compares what was written with what the API server kept.
 func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 	if got == nil {
@@ -214,8 +259,10 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 	p.traffic = p.traffic || (s.SessionAffinity != "" && g.SessionAffinity == "") ||
 		(s.InternalTrafficPolicy != nil && g.InternalTrafficPolicy == nil) || (s.TrafficDistribution != nil && g.TrafficDistribution == nil)
 	p.families = p.families || (len(s.IPFamilies) > 0 && len(g.IPFamilies) == 0)
+	p.status = p.status || (len(sent.Status.Conditions) > 0 && len(got.Status.Conditions) == 0) ||
+		(sent.Status.EndpointSliceObjects != "" && got.Status.EndpointSliceObjects == "")
 	if p != was {
-		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families)
+		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families, "status", p.status)
 		w.c.prunedFields.Store(w.m.Name, p)
 	}
 }

@@ -3,7 +3,13 @@ package controller
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -74,4 +80,30 @@ func TestOthersImportFilledAndGivenBack(t *testing.T) {
 		t.Errorf("import given back %+v %+v, want no annotations, IPs or clusters, its ports kept", imp.ObjectMeta, imp.Spec)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
+}
+
+// The controller's import says whether it is ready (mcs-api v1beta1): once
+// derived-<svc> has its VIP, observing the import's generation; not while
+// the API server refuses derived-<svc>, and why.
+func TestImportReady(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	})
+	f.kube[m3].PrependReactor("create", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), "derived-foo",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "ipFamilies").Index(0), "IPv6", "not configured on this cluster")})
+	})
+	f.sync("demo/foo")
+	imp := f.importOf(m2, "foo")
+	c := meta.FindStatusCondition(imp.Status.Conditions, "Ready")
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Ready" || c.ObservedGeneration != imp.Generation || imp.Status.EndpointSliceObjects != mcsv1b1.EndpointSliceObjectsPresent {
+		t.Errorf("member2's import status %+v (generation %d), want Ready True at its generation, slices Present", imp.Status, imp.Generation)
+	}
+	c = meta.FindStatusCondition(f.importOf(m3, "foo").Status.Conditions, "Ready")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "IPFamilyNotSupported" {
+		t.Errorf("member3's Ready %+v, want False IPFamilyNotSupported", c)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{}) // derived-foo refused again, nothing else to write
 }

@@ -516,7 +516,7 @@ func TestHubWithoutCRD(t *testing.T) {
 	expect(t, "once the CRD is served", f.sync("demo/serve"), writes{
 		hub: {"update multiclusterservices/status demo/serve"},
 		m1:  append(gone, "update serviceexports/status demo/serve"),
-		m2:  {"update serviceimports demo/serve"}, // the strategy annotation
+		m2:  {"update serviceimports demo/serve", "update serviceimports/status demo/serve"}, // the strategy annotation, and Ready observing it
 		m3:  gone,
 	})
 }

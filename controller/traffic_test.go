@@ -56,6 +56,6 @@ func TestTrafficCarried(t *testing.T) {
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
 	f.restart()
-	expect(t, "after a restart, member3 dropping the fields", f.sync("demo/foo"), writes{m3: {"update serviceimports demo/foo"}})
+	expect(t, "after a restart, member3 dropping the fields", f.sync("demo/foo"), writes{m3: {"update serviceimports demo/foo", "update serviceimports/status demo/foo"}})
 	expect(t, "again", f.sync("demo/foo"), writes{})
 }
