@@ -26,7 +26,8 @@ import (
 // A member whose API server answers its probe but hangs on every write (a
 // webhook that never answers, in the test's namespace and mcs-system)
 // slows no one: for a minute, propagation from member1 to member2 stays
-// within twice its p99 before, and no Lease in member1 or member2 expires.
+// within twice its p99 before (or the lab's noise, if more), and no Lease
+// in member1 or member2 expires.
 func TestHungMember(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
@@ -86,8 +87,11 @@ func TestHungMember(t *testing.T) {
 	}
 	t.Logf("propagation member1 → member2: p50 %s, p99 %s of %d before member3 hung; p50 %s, p99 %s of %d while it hung",
 		percentile(before, 50), percentile(before, 99), len(before), percentile(during, 50), percentile(during, 99), len(during))
-	// The floor keeps the bound above the lab's scheduling noise.
-	if got, bound := percentile(during, 99), 2*max(percentile(before, 99), 25*time.Millisecond); got > bound {
+	// The floor keeps the bound above the lab's scheduling noise under
+	// -race on two shared cores (a busy neighbour made 260 ms outliers);
+	// what the test guards against costs a change memberWait (1 s) or
+	// applyTimeout (15 s).
+	if got, bound := percentile(during, 99), max(2*percentile(before, 99), 500*time.Millisecond); got > bound {
 		t.Errorf("propagation p99 %s while member3 hung, want at most %s (twice the p99 before)", got, bound)
 	}
 }
