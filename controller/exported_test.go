@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -52,5 +53,24 @@ func TestExportedLabelsAndAnnotations(t *testing.T) {
 	expect(t, "labels changed", f.sync("demo/foo"), writes{m1: both, m2: both, m3: one})
 	if imp := f.importOf(m3, "foo"); imp.Labels["team"] != "b" {
 		t.Errorf("import labels %v, want team=b", imp.Labels)
+	}
+}
+
+// An export without a Service, or of an ExternalName Service, is not
+// valid, with the MCS API's reasons, and exports nothing.
+func TestExportValid(t *testing.T) {
+	external := service("foo", false, t0)
+	external.Spec.Type, external.Spec.ExternalName, external.Spec.ClusterIP, external.Spec.ClusterIPs = corev1.ServiceTypeExternalName, "example.test", "", nil
+	f := newFixture(t, world{
+		m1: {ns1(), export("foo", t0)},
+		m2: {ns1(), external, export("foo", t0)},
+	})
+	status := []string{"update serviceexports/status demo/foo"}
+	expect(t, "sync", f.sync("demo/foo"), writes{m1: status, m2: status})
+	for cluster, reason := range map[string]mcsv1b1.ServiceExportConditionReason{m1: mcsv1b1.ServiceExportReasonNoService, m2: mcsv1b1.ServiceExportReasonInvalidServiceType} {
+		exp := get(t, f.mcs[cluster].MulticlusterV1beta1().ServiceExports(ns), cluster, "foo")
+		if c := meta.FindStatusCondition(exp.Status.Conditions, "Valid"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(reason) {
+			t.Errorf("%s's Valid %+v, want False %s", cluster, c, reason)
+		}
 	}
 }

@@ -453,13 +453,15 @@ func TestFamilies(t *testing.T) {
 		headless bool
 		policy   corev1.IPFamilyPolicy
 		want     []corev1.IPFamily
+		conflict bool // m2's families differ from m1's: IPFamilyConflict
 	}{
-		{"unstated", nil, nil, false, "", nil},
-		{"IPv4", []corev1.IPFamily{v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v4}},
-		{"IPv6", []corev1.IPFamily{v6}, nil, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v6}},
-		{"dual-stack", []corev1.IPFamily{v6, v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicyPreferDualStack, nil},
-		{"one of each", []corev1.IPFamily{v4}, []corev1.IPFamily{v6}, false, corev1.IPFamilyPolicyPreferDualStack, nil},
-		{"headless", []corev1.IPFamily{v6}, []corev1.IPFamily{v6}, true, "", nil},
+		{"unstated", nil, nil, false, "", nil, false},
+		{"IPv4", []corev1.IPFamily{v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v4}, false},
+		{"IPv6, the other unstated", []corev1.IPFamily{v6}, nil, false, corev1.IPFamilyPolicySingleStack, []corev1.IPFamily{v6}, false},
+		{"dual-stack both, in either order", []corev1.IPFamily{v6, v4}, []corev1.IPFamily{v4, v6}, false, corev1.IPFamilyPolicyPreferDualStack, nil, false},
+		{"dual-stack and IPv4", []corev1.IPFamily{v6, v4}, []corev1.IPFamily{v4}, false, corev1.IPFamilyPolicyPreferDualStack, nil, true},
+		{"one of each", []corev1.IPFamily{v4}, []corev1.IPFamily{v6}, false, corev1.IPFamilyPolicyPreferDualStack, nil, true},
+		{"headless", []corev1.IPFamily{v6}, []corev1.IPFamily{v6}, true, "", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s1, s2 := svc(tc.headless, port("http", 80, "")), svc(tc.headless, port("http", 80, ""))
@@ -474,8 +476,8 @@ func TestFamilies(t *testing.T) {
 			if got := ptr.Deref(p.Import.IPFamilyPolicy, ""); got != tc.policy || !slices.Equal(p.Import.IPFamilies, tc.want) {
 				t.Errorf("policy %q families %v, want %q %v", got, p.Import.IPFamilies, tc.policy, tc.want)
 			}
-			if len(p.Conflicts) > 0 {
-				t.Errorf("families differing are no conflict: %v", p.Conflicts)
+			if c, ok := p.Conflicts["m2"]; ok != tc.conflict || (ok && c.Reason != mcsv1b1.ServiceExportReasonIPFamilyConflict) {
+				t.Errorf("m2's conflict %+v, want IPFamilyConflict: %v", c, tc.conflict)
 			}
 		})
 	}

@@ -1,10 +1,12 @@
 package desired
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // families are the IP families of the derived Service, so that its VIPs
@@ -21,13 +23,21 @@ import (
 //     Service rather than give it the VIP it can.
 //   - No provider states its families (an API server before dual-stack):
 //     nil, the consumer's defaults.
-func families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPFamily) {
+//
+// Providers whose families differ from the oldest's conflict
+// (IPFamilyConflict, as KEP-1645 asks): a client of one family reaches
+// only the endpoints of that family.
+func (p *Plan) families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPFamily) {
 	var all []corev1.IPFamily
+	oldest := familySet(cands[0].svc)
 	for _, c := range cands {
 		for _, f := range c.svc.Spec.IPFamilies {
 			if !slices.Contains(all, f) {
 				all = append(all, f)
 			}
+		}
+		if fs := familySet(c.svc); len(fs) > 0 && len(oldest) > 0 && !slices.Equal(fs, oldest) {
+			p.conflict(c.cluster, mcsv1b1.ServiceExportReasonIPFamilyConflict, fmt.Sprintf("%s's Service has the IP families %v, but the oldest export's (%s) %v: a client of one family reaches only the endpoints of that family", c.cluster, fs, cands[0].cluster, oldest))
 		}
 	}
 	switch len(all) {
@@ -38,4 +48,9 @@ func families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPFamily) {
 	default:
 		return ptr.To(corev1.IPFamilyPolicyPreferDualStack), nil
 	}
+}
+
+// familySet is s's IP families, sorted.
+func familySet(s *corev1.Service) []corev1.IPFamily {
+	return slices.Sorted(slices.Values(s.Spec.IPFamilies))
 }

@@ -48,7 +48,7 @@ func (p *Plan) shape(in *Input) *Import {
 	}
 	slices.Sort(imp.Clusters)
 	if !imp.Headless {
-		imp.IPFamilyPolicy, imp.IPFamilies = families(cands)
+		imp.IPFamilyPolicy, imp.IPFamilies = p.families(cands)
 		imp.Traffic = p.traffic(cands)
 	}
 	imp.Labels, imp.Annotations = p.exported(cands)
