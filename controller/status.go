@@ -240,12 +240,19 @@ func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterSe
 	if status {
 		write, verb = client.UpdateStatus, "update-status"
 	}
-	_, err := write(ctx, mcs, metav1.UpdateOptions{})
+	got, err := write(ctx, mcs, metav1.UpdateOptions{})
 	members.CountWrite("hub", "MultiClusterService", verb, err)
 	if err != nil {
 		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
 	}
+	// A sync of the key before the informer has the write reads it from
+	// here, rather than write on a stale resourceVersion and conflict.
+	c.track.wrote(mcsKey(mcs.Namespace, mcs.Name), got)
 	return nil
+}
+
+func mcsKey(namespace, name string) trackKey {
+	return trackKey{cluster: "hub", kind: "MultiClusterService", namespace: namespace, name: name}
 }
 
 func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }

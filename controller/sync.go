@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -31,7 +32,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		seen = t.(time.Time)
 	}
 
-	mcs := c.hub.get(namespace, name)
+	mcs := c.hubMCSOf(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
 		return c.addFinalizer(ctx, mcs) // its update queues the key again
 	}
@@ -58,6 +59,17 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		}
 	}
 	return out.err()
+}
+
+// hubMCSOf is the MultiClusterService as the hub's informer has it, or as
+// this controller last wrote it if that is newer (tracker.go).
+func (c *Controller) hubMCSOf(namespace, name string) *v1alpha1.MultiClusterService {
+	var cached metav1.Object
+	if m := c.hub.get(namespace, name); m != nil {
+		cached = m
+	}
+	m, _ := c.track.latest(mcsKey(namespace, name), cached).(*v1alpha1.MultiClusterService)
+	return m
 }
 
 // followed is the plan a sync applies: plan, or while the

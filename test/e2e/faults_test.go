@@ -148,11 +148,15 @@ func TestProviderRestart(t *testing.T) {
 	settled(t, ns, "foo")
 	// The condition turns True again, after it said member1 was being
 	// listed afresh when that took more than a probe's wait.
+	// member1's slice is written once for the change, and once more if
+	// the controller restored the endpoints the stale rule had marked not
+	// ready before it saw the change.
 	got := diff(ctl.writes(t), writes)
-	status := got["MultiClusterService/update-status"]
+	status, slice := got["MultiClusterService/update-status"], got["EndpointSlice/update"]
 	delete(got, "MultiClusterService/update-status")
-	if want := map[string]float64{"EndpointSlice/update": 1}; !maps.Equal(got, want) || status < 1 || status > 2 {
-		t.Errorf("writes since member1 came back: %v and %v status updates, want %v, the change's slice, and 1 or 2 status updates", got, status, want)
+	delete(got, "EndpointSlice/update")
+	if len(got) > 0 || slice < 1 || slice > 2 || status < 1 || status > 2 {
+		t.Errorf("writes since member1 came back: %v, %v slice and %v status updates; want 1 or 2 slice updates (the change, the restore) and 1 or 2 status updates, nothing else", got, slice, status)
 	}
 }
 
