@@ -146,21 +146,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 
 // service is the member's Service of that name as last seen or written.
 func (w *writer) service(name string) *corev1.Service {
-	return latest(w, "Service", name, w.m.Service(w.namespace, name))
-}
-
-// latest is the newer of the cached object (nil when absent) and what this
-// controller last wrote of it: see tracker.
-func latest[P interface {
-	*E
-	metav1.Object
-}, E any](w *writer, kind, name string, cached P) P {
-	var c metav1.Object
-	if cached != nil {
-		c = cached
-	}
-	out, _ := w.c.track.latest(w.key(kind, name), c).(P)
-	return out
+	return latestOf(w.c.track, w.key("Service", name), w.m.Service(w.namespace, name))
 }
 
 // propagate makes the member hold the hub's Service (want), or no
@@ -442,7 +428,7 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 }
 
 func (w *writer) slice(name string) *discoveryv1.EndpointSlice {
-	return latest(w, "EndpointSlice", name, w.m.Slice(w.namespace, name))
+	return latestOf(w.c.track, w.key("EndpointSlice", name), w.m.Slice(w.namespace, name))
 }
 
 func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice) (bool, error) {

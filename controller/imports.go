@@ -22,7 +22,7 @@ import (
 // (members.ImportClient).
 
 func (w *writer) serviceImport(name string) *mcsv1b1.ServiceImport {
-	return latest(w, "ServiceImport", name, w.m.Import(w.namespace, name))
+	return latestOf(w.c.track, w.key("ServiceImport", name), w.m.Import(w.namespace, name))
 }
 
 // ensureImport returns the member's ServiceImport, creating ours if there

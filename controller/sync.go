@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -64,12 +63,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 // hubMCSOf is the MultiClusterService as the hub's informer has it, or as
 // this controller last wrote it if that is newer (tracker.go).
 func (c *Controller) hubMCSOf(namespace, name string) *v1alpha1.MultiClusterService {
-	var cached metav1.Object
-	if m := c.hub.get(namespace, name); m != nil {
-		cached = m
-	}
-	m, _ := c.track.latest(mcsKey(namespace, name), cached).(*v1alpha1.MultiClusterService)
-	return m
+	return latestOf(c.track, mcsKey(namespace, name), c.hub.get(namespace, name))
 }
 
 // followed is the plan a sync applies: plan, or while the

@@ -83,6 +83,20 @@ func (t *tracker) latest(k trackKey, cached metav1.Object) metav1.Object {
 	return w.obj
 }
 
+// latestOf is t.latest for a typed object: the newer of the cached one (a
+// nil pointer when absent) and what this controller last wrote under k.
+func latestOf[P interface {
+	*E
+	metav1.Object
+}, E any](t *tracker, k trackKey, cached P) P {
+	var c metav1.Object
+	if cached != nil {
+		c = cached
+	}
+	out, _ := t.latest(k, c).(P)
+	return out
+}
+
 // newerOrSame compares resourceVersions, which etcd-backed API servers make
 // integers that grow across all objects of a resource; anything else
 // counts as newer, so the cache is trusted. Objects of different UIDs are
