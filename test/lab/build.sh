@@ -21,6 +21,7 @@ tools=(
 	etcd=go.etcd.io/etcd/server/v3
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
+	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
 	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
 	kubectl=k8s.io/kubernetes/cmd/kubectl
 	kwok=sigs.k8s.io/kwok/cmd/kwok

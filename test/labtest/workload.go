@@ -64,7 +64,7 @@ func podTemplate(name string) corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name:  "serve",
 			Image: "registry.k8s.io/pause:3.10",
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: PodPort}},
 		}}},
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
 
 // component is one process of a cluster: the binary of that name in binDir.
 type component struct {
-	name  string
+	name string
+	// bin is the binary in binDir that runs it, when not name.
+	bin   string
 	ports []int
 	args  func(l *lab, c cluster) []string
 	env   []string // added to labctl's environment
@@ -55,7 +58,7 @@ var (
 		timeout: apiserverTimeout,
 		// Not kwok: its pool of pod addresses lives in memory, and a new
 		// kwok would give out addresses of running pods again.
-		clients: []*component{controllerManager, scheduler},
+		clients: []*component{controllerManager, scheduler, kubeProxy},
 	}
 	controllerManager = &component{
 		name:  "kube-controller-manager",
@@ -86,10 +89,29 @@ var (
 		},
 		timeout: setupTimeout,
 	}
+	// kubeProxy is labctl node-proxy (nodeproxy.go), in a lab with its
+	// network only: it has no port on the host.
+	kubeProxy = &component{
+		name: "kube-proxy",
+		bin:  "labctl",
+		args: func(_ *lab, c cluster) []string { return []string{"node-proxy", c.name} },
+		ready: func(c cluster, _ *clients) readiness {
+			return readiness{"/healthz in the node's network", kubeProxyHealthy(c)}
+		},
+		timeout: setupTimeout,
+	}
 )
 
-// components are in start order.
+// components are in start order, those every lab has.
 var components = []*component{etcd, apiserver, controllerManager, scheduler, kwok}
+
+// components are this lab's: kube-proxy too when it has its network.
+func (l *lab) components() []*component {
+	if l.hasNetwork() {
+		return append(slices.Clip(components), kubeProxy)
+	}
+	return components
+}
 
 func etcdArgs(l *lab, c cluster) []string {
 	client := "http://" + c.addr(etcdClientPort)

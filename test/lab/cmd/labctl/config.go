@@ -46,6 +46,9 @@ func (l *lab) prepare() (credentials, error) {
 		if err := l.writeKwokConfig(c); err != nil {
 			return credentials{}, err
 		}
+		if err := l.writeKubeProxyConfig(c); err != nil {
+			return credentials{}, err
+		}
 	}
 	if err := clientcmd.WriteToFile(*kubeconfig(creds, clusters...), l.kubeconfigPath()); err != nil {
 		return credentials{}, fmt.Errorf("writing %s: %w", l.kubeconfigPath(), err)

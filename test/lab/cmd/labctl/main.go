@@ -8,6 +8,8 @@
 //	labctl watch   stop the lab once standard input closes (used by labtest)
 //	labctl stop|start|hold CLUSTER COMPONENT
 //	               stop one component, start it again, or both (used by labtest)
+//	labctl node-proxy CLUSTER
+//	               the kube-proxy component, run by labctl up (nodeproxy.go)
 //
 // labctl expects the binaries it starts beside its own executable
 // (_output/bin) and keeps the lab's state in ../lab (_output/lab).
@@ -63,6 +65,8 @@ func valid(args []string) bool {
 	switch len(args) {
 	case 1:
 		return slices.Contains([]string{"up", "down", "status", "watch"}, args[0])
+	case 2:
+		return args[0] == "node-proxy"
 	case 3:
 		return slices.Contains([]string{"stop", "start", "hold"}, args[0])
 	}
@@ -84,7 +88,10 @@ func run(ctx context.Context, args []string) error {
 	case "watch":
 		return l.watch(os.Stdin)
 	}
-	c, comp, err := lookup(args[1], args[2])
+	if args[0] == "node-proxy" {
+		return l.nodeProxy(ctx, args[1])
+	}
+	c, comp, err := l.lookup(args[1], args[2])
 	if err != nil {
 		return err
 	}
@@ -99,7 +106,8 @@ func run(ctx context.Context, args []string) error {
 }
 
 // lookup finds the cluster and component of those names.
-func lookup(clusterName, compName string) (cluster, *component, error) {
+func (l *lab) lookup(clusterName, compName string) (cluster, *component, error) {
+	components := l.components()
 	i := slices.IndexFunc(clusters, func(c cluster) bool { return c.name == clusterName })
 	j := slices.IndexFunc(components, func(c *component) bool { return c.name == compName })
 	if i < 0 || j < 0 {

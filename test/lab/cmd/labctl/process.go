@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,7 +36,7 @@ func (l *lab) start(c cluster, comp *component) (*proc, error) {
 	}
 	defer logFile.Close()
 
-	cmd := exec.Command(filepath.Join(l.binDir, comp.name), comp.args(l, c)...)
+	cmd := exec.Command(filepath.Join(l.binDir, cmp.Or(comp.bin, comp.name)), comp.args(l, c)...)
 	cmd.Dir = l.clusterDir(c)
 	cmd.Env = append(os.Environ(), comp.env...)
 	cmd.Stdout = logFile

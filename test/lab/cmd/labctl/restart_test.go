@@ -192,14 +192,14 @@ func TestStartOneNeedsARunningLab(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	c, comp, err := lookup("member1", "kube-apiserver")
+	c, comp, err := (&lab{dir: t.TempDir()}).lookup("member1", "kube-apiserver")
 	if err != nil || c.name != "member1" || comp != apiserver {
 		t.Errorf("lookup(member1, kube-apiserver) = %s, %v, %v", c.name, comp, err)
 	}
-	if _, _, err := lookup("member9", "etcd"); err == nil || !strings.Contains(err.Error(), "clusters are hub, member1, member2, member3") {
+	if _, _, err := (&lab{dir: t.TempDir()}).lookup("member9", "etcd"); err == nil || !strings.Contains(err.Error(), "clusters are hub, member1, member2, member3") {
 		t.Errorf("an unknown cluster: %v, want the error to list the clusters", err)
 	}
-	if _, _, err := lookup("hub", "kubelet"); err == nil || !strings.Contains(err.Error(), "components etcd, kube-apiserver") {
+	if _, _, err := (&lab{dir: t.TempDir()}).lookup("hub", "kubelet"); err == nil || !strings.Contains(err.Error(), "components etcd, kube-apiserver") {
 		t.Errorf("an unknown component: %v, want the error to list the components", err)
 	}
 }

@@ -30,7 +30,7 @@ type componentState struct {
 func (l *lab) inspect() ([]componentState, error) {
 	var states []componentState
 	for _, c := range clusters {
-		for _, comp := range components {
+		for _, comp := range l.components() {
 			s, err := l.inspectOne(c, comp)
 			if err != nil {
 				return nil, err
@@ -193,7 +193,7 @@ func (l *lab) stopAll() error {
 	if err != nil {
 		return err
 	}
-	for _, comp := range slices.Backward(components) {
+	for _, comp := range slices.Backward(l.components()) {
 		var live []componentState
 		for _, s := range states {
 			if s.comp == comp && s.alive {
@@ -211,7 +211,10 @@ func (l *lab) stopAll() error {
 			}
 		}
 	}
-	return waitPortsFree(clusters, components)
+	if err := waitPortsFree(clusters, components); err != nil {
+		return err
+	}
+	return netDown()
 }
 
 // waitPortsFree waits until nothing listens on the ports of comps of cs:

@@ -58,6 +58,9 @@ func (l *lab) startFresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := l.netUp(); err != nil {
+		return err
+	}
 	if err := l.startClusters(ctx, creds); err != nil {
 		fmt.Fprintln(os.Stderr, "lab start-up failed; stopping what was started (logs stay in "+l.dir+"/logs)")
 		if stopErr := l.stopAll(); stopErr != nil {
@@ -111,7 +114,7 @@ func (l *lab) startCluster(ctx context.Context, creds credentials, c cluster) er
 			return err
 		}
 	}
-	rest := []*component{controllerManager, scheduler, kwok}
+	rest := l.components()[2:] // after etcd and the apiserver
 	for _, comp := range rest {
 		if err := s.start(comp); err != nil {
 			return err

@@ -1,0 +1,98 @@
+// Package labnet is the lab's network (test/lab/README.md, "The network")
+// as make demo and the tests use it: a client on a cluster's node, whose
+// connections to ClusterIPs that cluster's kube-proxy routes, and pods
+// played on their addresses in the pods' network.
+package labnet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Netns is a network namespace of the lab, by name.
+type Netns string
+
+// Node is the network of cluster's node, where its kube-proxy runs.
+func Node(cluster string) Netns { return Netns("mcs-lab-" + cluster) }
+
+// Pods is the network where every cluster's pod addresses are played.
+const Pods Netns = "mcs-lab-pods"
+
+// Check is nil when the lab whose state is in labDir (_output/lab) runs
+// with its network, and else says why it does not.
+func Check(labDir string) error {
+	b, err := os.ReadFile(filepath.Join(labDir, "network"))
+	if err != nil {
+		return fmt.Errorf("the lab records no network (%v): make lab-down, then make lab-up as root", err)
+	}
+	if s := strings.TrimSpace(string(b)); s != "on" {
+		return fmt.Errorf("the lab runs without its network and kube-proxy: %s", strings.TrimPrefix(s, "off: "))
+	}
+	return nil
+}
+
+// Do runs f on an OS thread that has joined the namespace: the sockets f
+// makes belong to it, wherever they are used afterwards. The thread stays
+// locked, so Go discards it when f returns and nothing else runs there by
+// accident.
+func (n Netns) Do(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open(filepath.Join("/run/netns", string(n)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("network namespace %s: %w", n, err)
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("joining network namespace %s: %w", n, err)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// Dial connects from inside the namespace.
+func (n Netns) Dial(ctx context.Context, network, addr string) (c net.Conn, err error) {
+	err = n.Do(func() (err error) {
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// Listen listens on addr inside the namespace.
+func (n Netns) Listen(network, addr string) (ln net.Listener, err error) {
+	err = n.Do(func() (err error) {
+		ln, err = net.Listen(network, addr)
+		return err
+	})
+	return ln, err
+}
+
+// HTTPClient sends each request from inside the namespace on a connection
+// of its own, as a client that resolves and connects anew each time.
+func (n Netns) HTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: n.Dial, DisableKeepAlives: true}}
+}
+
+// IP runs ip with args on the namespace.
+func (n Netns) IP(args ...string) error {
+	args = append([]string{"-n", string(n)}, args...)
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
