@@ -1,24 +1,24 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/labnet"
 )
 
-// The client plays a pod of member2 calling serve by its native name.
-
-// helloRE reads the cluster out of a reply of the seeds' serve image.
-var helloRE = regexp.MustCompile(`^hello from cluster (\S+) \(Node: \S+ Pod: \S+ Address: \S+\)$`)
+// The client plays a pod of member2 calling serve by name: it resolves the
+// name through member2's coredns-mcs and connects, from member2's node, to
+// the address it got, a Service's virtual IP, which member2's kube-proxy
+// sends on to one pod.
 
 // Reply is what one request of the client in member2's place got.
 type Reply struct {
@@ -26,9 +26,10 @@ type Reply struct {
 	Addr    string    // the address member2's coredns-mcs answered
 	Text    string    // the reply, or what went wrong
 	Cluster string    // the cluster the reply says it came from; "" when it failed
+	Pod     string    // the pod that replied
 }
 
-func (r Reply) String() string { return fmt.Sprintf("%-12s %s", r.Addr, r.Text) }
+func (r Reply) String() string { return fmt.Sprintf("%-14s %s", r.Addr, r.Text) }
 
 // lookup asks cluster's coredns-mcs for the A records of name.
 func (s *story) lookup(ctx context.Context, cluster, name string) ([]string, error) {
@@ -49,68 +50,38 @@ func (s *story) lookup(ctx context.Context, cluster, name string) ([]string, err
 	return sortIPs(ips), nil
 }
 
-// ask is one request of a client in member2's place: resolve serve's
-// native name through member2's coredns-mcs, take the i-th answer in turn
-// (as a resolver's round robin would), and GET it from inside the
-// namespace. Without a namespace there is no request: the reply names the
-// pod that owns the answered address.
-func (s *story) ask(ctx context.Context, i int) Reply {
+// ask is one request of a client in member2's place: resolve name through
+// member2's coredns-mcs and GET the address it answered, serve's port, from
+// member2's node, on a new connection.
+func (s *story) ask(ctx context.Context, name string) Reply {
 	failed := func(addr string, err error) Reply {
 		return Reply{At: time.Now(), Addr: addr, Text: "error: " + err.Error()}
 	}
-	running, err := s.pods.running()
-	if err == nil && s.servers != nil {
-		err = s.servers.sync(running)
+	if err := s.servers.Err(); err != nil {
+		return failed("-", fmt.Errorf("playing the pods: %w", err))
 	}
-	if err != nil {
-		return failed("-", err)
-	}
-	addrs, err := s.lookup(ctx, member2, nativeName)
+	addrs, err := s.lookup(ctx, member2, name)
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no address")
 	}
 	if err != nil {
 		return failed("-", err)
 	}
-	addr := addrs[i%len(addrs)]
-	if s.servers == nil {
-		for _, p := range running {
-			if p.ip == addr {
-				return Reply{At: time.Now(), Addr: addr, Cluster: p.cluster, Text: "(DNS only) pod " + p.name + " of " + p.cluster}
-			}
-		}
-		return failed(addr, errors.New("no running pod has this address"))
-	}
-	body, err := s.get(ctx, "http://"+net.JoinHostPort(addr, strconv.Itoa(podPort))+"/")
+	addr := addrs[0]
+	body, err := labnet.Node(member2).Get(ctx, "http://"+net.JoinHostPort(addr, strconv.Itoa(servicePort))+"/", time.Second)
 	if err != nil {
 		return failed(addr, err)
 	}
 	r := Reply{At: time.Now(), Addr: addr, Text: body}
-	if m := helloRE.FindStringSubmatch(body); m != nil {
-		r.Cluster = m[1]
-	}
+	r.Cluster, r.Pod, _ = labnet.Replier(body)
 	return r
 }
 
-func (s *story) get(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return strings.TrimSpace(string(body)), err
-}
-
-// requests asks every interval for d, printing each reply.
-func (s *story) requests(ctx context.Context, d, interval time.Duration) []Reply {
+// requests asks for name every interval for d, printing each reply.
+func (s *story) requests(ctx context.Context, name string, d, interval time.Duration) []Reply {
 	var replies []Reply
-	for i, end := 0, time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; i++ {
-		r := s.ask(ctx, i)
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
+		r := s.ask(ctx, name)
 		s.say("  %s", r)
 		replies = append(replies, r)
 		time.Sleep(interval)
@@ -118,11 +89,34 @@ func (s *story) requests(ctx context.Context, d, interval time.Duration) []Reply
 	return replies
 }
 
+// split asks for name n times without pause and prints how many replies
+// came from each cluster.
+func (s *story) split(ctx context.Context, name string, n int) []Reply {
+	var replies []Reply
+	count := map[string]int{}
+	for range n {
+		r := s.ask(ctx, name)
+		replies = append(replies, r)
+		count[cmp.Or(r.Cluster, "(failed)")]++
+	}
+	for _, c := range []string{member1, member2, "(failed)"} {
+		if count[c] > 0 {
+			s.say("  %-9s %3d of %d connections", c, count[c], n)
+		}
+	}
+	return replies
+}
+
 // scaleMember2 scales member2's serve to replicas, then asks without pause
-// until a reply comes from cluster want, printing each change of the
-// cluster that replies (or of a failure) with the time since the scale
-// command started. It returns the replies and that time.
-func (s *story) scaleMember2(ctx context.Context, replicas int, want string) ([]Reply, time.Duration, error) {
+// until a reply comes from cluster want through an address of Service
+// through, printing each change of the address or of the cluster that
+// replies (or of a failure) with the time since the scale command started.
+// It returns the replies and that time.
+func (s *story) scaleMember2(ctx context.Context, replicas int, want, through string) ([]Reply, time.Duration, error) {
+	vips, err := s.clusterIPs(ctx, member2, through)
+	if err != nil {
+		return nil, 0, err
+	}
 	start := time.Now()
 	if err := s.kubectl(ctx, "--context", member2, "-n", namespace, "scale", "deployment/serve", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
 		return nil, 0, err
@@ -131,9 +125,9 @@ func (s *story) scaleMember2(ctx context.Context, replicas int, want string) ([]
 	var replies []Reply
 	same := 0
 	for i := 0; ; i++ {
-		r := s.ask(ctx, i)
+		r := s.ask(ctx, nativeName)
 		replies = append(replies, r)
-		if i > 0 && r.Cluster == replies[i-1].Cluster {
+		if i > 0 && r.Cluster == replies[i-1].Cluster && r.Addr == replies[i-1].Addr {
 			same++
 		} else {
 			if same > 0 {
@@ -142,13 +136,13 @@ func (s *story) scaleMember2(ctx context.Context, replicas int, want string) ([]
 			same = 0
 			s.say("  +%.3fs  %s", r.At.Sub(start).Seconds(), r)
 		}
-		if r.Cluster == want {
+		if r.Cluster == want && slices.Contains(vips, r.Addr) {
 			after := r.At.Sub(start)
-			s.say("==> replies came from %s %.2fs after the scale command", want, after.Seconds())
+			s.say("==> replies came from %s through %s %.3fs after the scale command", want, through, after.Seconds())
 			return replies, after, nil
 		}
 		if time.Since(start) > switchTimeout || ctx.Err() != nil {
-			return replies, 0, fmt.Errorf("no reply from %s within %s of the scale command; last: %s", want, switchTimeout, r)
+			return replies, 0, fmt.Errorf("no reply from %s through %s within %s of the scale command; last: %s", want, through, switchTimeout, r)
 		}
 		time.Sleep(switchPoll)
 	}

@@ -3,16 +3,15 @@
 package main
 
 import (
-	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
@@ -29,11 +28,14 @@ var podCIDRs = map[string]netip.Prefix{
 var seedsReply = regexp.MustCompile(`^hello from cluster (member[0-9]) \(Node: kwok-node-0 Pod: (serve-[a-z0-9-]+) Address: ([0-9.]+)\)$`)
 
 // TestDemo plays make demo's story on the lab, in namespace demo, and
-// checks what its reader is told: the DNS answers, that the replies of step
-// 5 came from member1's pods, that step 6's came from member2's, then
-// member1's once member2 was scaled to 0, then member2's again.
+// checks what its reader is told: the DNS answers are the VIPs of the
+// Services that should serve, and every request went through member2's
+// kube-proxy to the pods that should answer: member1's in step 5, both
+// clusters' in step 6, member2's in step 7, then member1's once member2 was
+// scaled to 0, then member2's again.
 func TestDemo(t *testing.T) {
 	l := labtest.Get(t)
+	l.Network(t)
 	s, err := newStory(l.Root(), t.Output())
 	if err != nil {
 		t.Fatal(err)
@@ -50,75 +52,76 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the demo failed: %v", err)
 	}
-	if res.NoNetns != "" {
-		t.Fatalf("steps 5 and 6 sent no request: %s (CI runs as root, which can make a network namespace)", res.NoNetns)
-	}
 
-	member1Pods := readyPods(t, member1)
-	if want := sortIPs(slices.Collect(maps.Keys(member1Pods))); !slices.Equal(res.NativeAnswer, want) {
-		t.Errorf("%s answered %v in member2, want member1's pods %v", nativeName, res.NativeAnswer, want)
+	derived := clusterIPs(t, api.DerivedPrefix+svcName)
+	if !slices.Equal(res.NativeAnswer, derived) || !slices.Equal(res.ClusterSetAnswer, derived) || !slices.Equal(res.ServiceImportIPs, derived) {
+		t.Errorf("step 4: %s answered %v, %s %v, the ServiceImport has %v; want derived-serve's ClusterIPs %v",
+			nativeName, res.NativeAnswer, clustersetName, res.ClusterSetAnswer, res.ServiceImportIPs, derived)
 	}
-	derived, err := l.Client(t, member2).CoreV1().Services(namespace).Get(t.Context(), "derived-serve", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.ClusterSetAnswer) == 0 || !slices.Equal(res.ClusterSetAnswer, sortIPs(derived.Spec.ClusterIPs)) {
-		t.Errorf("%s answered %v, want derived-serve's ClusterIPs %v", clustersetName, res.ClusterSetAnswer, derived.Spec.ClusterIPs)
-	}
+	local := clusterIPs(t, svcName)
 
-	// Step 5: every reply from a pod of member1, each pod in turn.
-	seen := map[string]bool{}
-	for _, r := range res.Spread {
-		pod := checkReply(t, r, member1)
-		if pod != "" && member1Pods[r.Addr] != pod {
-			t.Errorf("step 5: reply %q: member1's pod at %s is %q", r.Text, r.Addr, member1Pods[r.Addr])
+	// Step 5: every reply from member1, over each of its pods.
+	for what, replies := range map[string][]Reply{"step 5 native": res.Spread, "step 5 clusterset": res.ClusterSet} {
+		pods := map[string]bool{}
+		for _, r := range replies {
+			pods[checkReply(t, r, member1, derived)] = true
 		}
-		seen[pod] = true
-	}
-	if len(seen) != len(member1Pods) || len(res.Spread) < 5 {
-		t.Errorf("step 5: %d replies from pods %v; want a few from each of member1's %d pods", len(res.Spread), seen, len(member1Pods))
+		if what == "step 5 native" && (len(pods) != 2 || len(replies) < 5) {
+			t.Errorf("%s: %d replies from pods %v; want a few from each of member1's 2 pods", what, len(replies), pods)
+		}
 	}
 
-	// Step 6: member2 while it has pods, member1 once it has none.
+	// Step 6: RemoteAndLocal spreads connections over both clusters.
+	perCluster := map[string]int{}
+	for _, r := range res.Split {
+		checkReply(t, r, r.Cluster, derived)
+		perCluster[r.Cluster]++
+	}
+	if perCluster[member1] == 0 || perCluster[member2] == 0 || perCluster[member1]+perCluster[member2] != splitRequests {
+		t.Errorf("step 6: replies per cluster %v, want both clusters and no failure in %d", perCluster, splitRequests)
+	}
+	t.Logf("step 6: replies per cluster %v", perCluster)
+
+	// Step 7: member2's own Service while it has pods, derived-serve once
+	// it has none.
 	for _, r := range res.Local {
-		checkReply(t, r, member2)
+		checkReply(t, r, member2, local)
 	}
 	if len(res.Local) < 5 {
-		t.Errorf("step 6: %d replies from member2, want a few", len(res.Local))
+		t.Errorf("step 7: %d replies from member2, want a few", len(res.Local))
 	}
-	checkSwitch(t, "scaled to 0", res.Failover, res.FailoverAfter, member2, member1)
-	checkSwitch(t, "scaled back", res.Back, res.BackAfter, member1, member2)
+	checkSwitch(t, "scaled to 0", res.Failover, res.FailoverAfter, member1, derived)
+	checkSwitch(t, "scaled back", res.Back, res.BackAfter, member2, local)
 }
 
-// checkReply checks that r is the seeds' reply from a pod of cluster at the
-// address DNS answered, and returns the pod's name.
-func checkReply(t *testing.T, r Reply, cluster string) string {
+// checkReply checks that r is the seeds' reply from a pod of cluster,
+// through a connection to one of vips, and returns the pod's name.
+func checkReply(t *testing.T, r Reply, cluster string, vips []string) string {
 	t.Helper()
 	m := seedsReply.FindStringSubmatch(r.Text)
 	if m == nil {
-		t.Errorf("reply %q from %s is not the seeds' serve reply", r.Text, r.Addr)
+		t.Errorf("reply %q through %s is not the seeds' serve reply", r.Text, r.Addr)
 		return ""
 	}
-	if m[1] != cluster || m[3] != r.Addr || !podCIDRs[cluster].Contains(netip.MustParseAddr(r.Addr)) {
-		t.Errorf("reply %q from %s: want a pod of %s (%s) at the address DNS answered", r.Text, r.Addr, cluster, podCIDRs[cluster])
+	if m[1] != cluster || !podCIDRs[cluster].Contains(netip.MustParseAddr(m[3])) || !slices.Contains(vips, r.Addr) {
+		t.Errorf("reply %q through %s: want a pod of %s (%s) through %v", r.Text, r.Addr, cluster, podCIDRs[cluster], vips)
 	}
 	return m[2]
 }
 
-// checkSwitch checks a switch from cluster from to cluster to: the last
-// reply is the first from to, after replies from from or failures, within
-// seconds.
-func checkSwitch(t *testing.T, what string, replies []Reply, after time.Duration, from, to string) {
+// checkSwitch checks a switch to cluster to: the last reply is the first
+// from to through one of vips, within seconds.
+func checkSwitch(t *testing.T, what string, replies []Reply, after time.Duration, to string, vips []string) {
 	t.Helper()
 	if len(replies) == 0 {
 		t.Errorf("%s: no reply", what)
 		return
 	}
 	last := replies[len(replies)-1]
-	checkReply(t, last, to)
+	checkReply(t, last, to, vips)
 	for _, r := range replies[:len(replies)-1] {
-		if r.Cluster != from && r.Cluster != "" {
-			t.Errorf("%s: reply %q before the switch to %s", what, r.Text, to)
+		if r.Cluster == to && slices.Contains(vips, r.Addr) {
+			t.Errorf("%s: reply %q through %s before the switch to %s", what, r.Text, r.Addr, to)
 		}
 	}
 	if after <= 0 || after > 30*time.Second {
@@ -127,21 +130,12 @@ func checkSwitch(t *testing.T, what string, replies []Reply, after time.Duration
 	t.Logf("%s: %d replies, the first from %s after %s", what, len(replies), to, after)
 }
 
-// readyPods maps the addresses of cluster's ready serve pods to their
-// names, as the lab's API says.
-func readyPods(t *testing.T, cluster string) map[string]string {
+// clusterIPs is member2's Service name's ClusterIPs, sorted.
+func clusterIPs(t *testing.T, name string) []string {
 	t.Helper()
-	list, err := labtest.Get(t).Client(t, cluster).CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: podSelector})
+	svc, err := labtest.Get(t).Client(t, member2).CoreV1().Services(namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := map[string]string{}
-	for _, p := range list.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
-				pods[p.Status.PodIP] = p.Name
-			}
-		}
-	}
-	return pods
+	return sortIPs(slices.Clone(svc.Spec.ClusterIPs))
 }

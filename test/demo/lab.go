@@ -30,9 +30,10 @@ const (
 
 	namespace = "demo"
 	svcName   = "serve"
-	// podPort is where serve's pods listen: the Service's targetPort. With
-	// no kube-proxy in the lab, clients call the pods' addresses on it.
-	podPort = 8080
+	// podPort is where serve's pods listen, servicePort serve's port
+	// (manifests/serve.yaml), which clients call.
+	podPort     = 8080
+	servicePort = 80
 )
 
 var (
@@ -94,21 +95,21 @@ func writeKubeconfig(src, dst string, contexts ...string) error {
 	return clientcmd.WriteToFile(*cfg, dst)
 }
 
-// readyPods lists serve's pods in cluster that are ready and have an
-// address, sorted by address.
-func (c *clusters) readyPods(ctx context.Context, cluster string) ([]pod, error) {
-	list, err := c.kube[cluster].CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
-	if err != nil {
-		return nil, fmt.Errorf("%s: listing pods: %w", cluster, err)
-	}
-	var pods []pod
-	for i := range list.Items {
-		if p := &list.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
-			pods = append(pods, newPod(cluster, p))
+// readyIPs is the sorted addresses of the ready pods of clusters.
+func (c *clusters) readyIPs(ctx context.Context, clusters ...string) ([]string, error) {
+	var ips []string
+	for _, cl := range clusters {
+		list, err := c.kube[cl].CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
+		if err != nil {
+			return nil, fmt.Errorf("%s: listing pods: %w", cl, err)
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
+				ips = append(ips, p.Status.PodIP)
+			}
 		}
 	}
-	slices.SortFunc(pods, func(a, b pod) int { return netip.MustParseAddr(a.ip).Compare(netip.MustParseAddr(b.ip)) })
-	return pods, nil
+	return sortIPs(ips), nil
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -121,21 +122,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// readyIPs is the sorted addresses of the ready pods of clusters.
-func (c *clusters) readyIPs(ctx context.Context, clusters ...string) ([]string, error) {
-	var ips []string
-	for _, cl := range clusters {
-		pods, err := c.readyPods(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods {
-			ips = append(ips, p.ip)
-		}
-	}
-	return sortIPs(ips), nil
 }
 
 func sortIPs(ips []string) []string {

@@ -6,9 +6,9 @@
 //
 //	go run ./test/demo [-root DIR]
 //
-// It needs bin/ (make build), the lab running with _output/bin/kubectl
-// (make lab-up), dig, ip (iproute2) and root for the network namespace
-// the requests of steps 5 and 6 run in. Running it again replaces the
+// It needs bin/ (make build), the lab running with its network and
+// _output/bin/kubectl (make lab-up as root, with ip and nft), and dig: the
+// requests of steps 5 to 7 go from member2's node through its kube-proxy. Running it again replaces the
 // previous run's processes and brings the objects back to the start of the
 // story.
 package main

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/labnet"
 )
 
 // Result is what the story saw, for its test.
@@ -23,14 +24,14 @@ type Result struct {
 	NativeAnswer     []string // step 4: serve's cluster.local A records from member2's coredns-mcs
 	ClusterSetAnswer []string // step 4: its clusterset.local A records
 	ServiceImportIPs []string // step 4: member2's ServiceImport's spec.ips
-	Spread           []Reply  // step 5: serve in member1 only
-	Local            []Reply  // step 6: LocalFirst with serve in member2 too
-	Failover         []Reply  // step 6: member2 scaled to 0, until the first reply from member1
+	Spread           []Reply  // step 5: serve in member1 only, by its native name
+	ClusterSet       []Reply  // step 5: the same by its clusterset name
+	Split            []Reply  // step 6: RemoteAndLocal with serve in member2 too
+	Local            []Reply  // step 7: LocalFirst
+	Failover         []Reply  // step 7: member2 scaled to 0, until the first reply from member1
 	FailoverAfter    time.Duration
-	Back             []Reply // step 6: member2 scaled back, until the first reply from member2
+	Back             []Reply // step 7: member2 scaled back, until the first reply from member2
 	BackAfter        time.Duration
-	// NoNetns says why steps 5 and 6 asked DNS only, without requests.
-	NoNetns string
 }
 
 // story is one run of the demo.
@@ -45,10 +46,8 @@ type story struct {
 	controllerHTTP string
 	coredns        map[string]coredns // by member
 
-	pods    *pods
-	ns      *netns   // nil without a namespace
-	servers *servers // nil without a namespace
-	http    *http.Client
+	servers *labnet.Servers // play serve's pods from step 5 on
+	stop    func()          // stops following the pods
 
 	res Result
 }
@@ -77,6 +76,9 @@ func newStory(root string, w io.Writer) (*story, error) {
 	if _, err := exec.LookPath("dig"); err != nil {
 		return nil, fmt.Errorf("dig is needed (Debian's bind9-dnsutils): %w", err)
 	}
+	if err := labnet.Check(filepath.Join(root, "_output", "lab")); err != nil {
+		return nil, fmt.Errorf("the requests of steps 5 to 7 go through the lab's kube-proxy: %w", err)
+	}
 	if s.clusters, err = newClusters(s.kubeconfig); err != nil {
 		return nil, err
 	}
@@ -95,8 +97,9 @@ func (s *story) play(ctx context.Context) (*Result, error) {
 		{"export serve: a ServiceExport in member1, a MultiClusterService on the hub", s.export},
 		{"what member2 now holds, and the MultiClusterService's conditions on the hub", s.inspect},
 		{"DNS from member2's coredns-mcs", s.dns},
-		{"real requests from member2's place", s.requestsFromMember2},
-		{"LocalFirst: serve in member2 too, scaled to 0 and back", s.localFirst},
+		{"real requests from member2's node, through its kube-proxy", s.requestsFromMember2},
+		{"RemoteAndLocal: serve in member2 too, connections over both clusters", s.remoteAndLocal},
+		{"LocalFirst: member2's serve scaled to 0 and back", s.localFirst},
 		{"look around", s.lookAround},
 	}
 	for i, st := range steps {
@@ -110,13 +113,10 @@ func (s *story) play(ctx context.Context) (*Result, error) {
 
 func (s *story) close() {
 	if s.servers != nil {
-		s.servers.close()
-	}
-	if s.ns != nil {
-		s.ns.close()
-	}
-	if s.pods != nil {
-		close(s.pods.stop)
+		s.stop()
+		if err := s.servers.Close(); err != nil {
+			fmt.Fprintf(s.w, "unbinding the pods' addresses: %v\n", err)
+		}
 	}
 }
 
@@ -144,7 +144,7 @@ func (s *story) start(ctx context.Context) error {
 		return err
 	}
 	s.say("\nEach member gets the coredns-mcs that would replace its CoreDNS, here on loopback ports with")
-	s.say("corefile/lab.Corefile (answer endpoints: the lab has no kube-proxy, so no ClusterIP is routed):")
+	s.say("corefile/lab.Corefile: the shipped member Corefile's mcs stanza (answer vip, the default) on loopback:")
 	for _, m := range members {
 		if err := s.startCoreDNS(ctx, m); err != nil {
 			return err
@@ -189,7 +189,7 @@ func (s *story) deploymentReady(ctx context.Context, cluster string, want int) e
 	if err != nil {
 		return fmt.Errorf("%s: %w", cluster, err)
 	}
-	ready, err := s.clusters.readyPods(ctx, cluster)
+	ready, err := s.clusters.readyIPs(ctx, cluster)
 	if err != nil {
 		return err
 	}
@@ -240,23 +240,19 @@ func (s *story) inspect(ctx context.Context) error {
 }
 
 func (s *story) dns(ctx context.Context) error {
-	want, err := s.clusters.readyIPs(ctx, member1)
-	if err != nil {
-		return err
-	}
 	imp, err := s.clusters.mcs[member2].MulticlusterV1beta1().ServiceImports(namespace).Get(ctx, svcName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	s.res.ServiceImportIPs = sortIPs(slices.Clone(imp.Spec.IPs))
-	if err := s.waitFor(ctx, "member2's coredns-mcs answers member1's pods", 30*time.Second, s.answers(nativeName, want)); err != nil {
+	if err := s.waitFor(ctx, "member2's coredns-mcs answers derived-serve's VIP", 30*time.Second, s.answers(nativeName, s.res.ServiceImportIPs)); err != nil {
 		return err
 	}
-	s.say("\nThe native name answers member1's pod addresses (answer endpoints):")
+	s.say("\nThe native name answers derived-serve's ClusterIP (answer vip), whose endpoints are member1's pods:")
 	if err := s.dig(ctx, member2, nativeName); err != nil {
 		return err
 	}
-	s.say("\nThe clusterset name answers the ServiceImport's IP, derived-serve's ClusterIP (MCS API DNS spec):")
+	s.say("\nThe clusterset name answers the ServiceImport's IP, the same address (MCS API DNS spec):")
 	if err := s.dig(ctx, member2, clustersetName); err != nil {
 		return err
 	}
@@ -265,9 +261,6 @@ func (s *story) dns(ctx context.Context) error {
 	}
 	if s.res.ClusterSetAnswer, err = s.lookup(ctx, member2, clustersetName); err != nil {
 		return err
-	}
-	if !slices.Equal(s.res.NativeAnswer, want) {
-		return fmt.Errorf("%s answered %v, want member1's pods %v", nativeName, s.res.NativeAnswer, want)
 	}
 	if !slices.Equal(s.res.ClusterSetAnswer, s.res.ServiceImportIPs) {
 		return fmt.Errorf("%s answered %v, want the ServiceImport's IPs %v", clustersetName, s.res.ClusterSetAnswer, s.res.ServiceImportIPs)
@@ -300,25 +293,49 @@ func (s *story) dig(ctx context.Context, member, name string) error {
 }
 
 func (s *story) requestsFromMember2(ctx context.Context) error {
-	var err error
-	if s.pods, err = s.watchPods(ctx); err != nil {
+	s.servers = labnet.NewServers(podPort)
+	follow, stop := context.WithCancel(ctx)
+	s.stop = stop
+	kube := map[string]kubernetes.Interface{member1: s.clusters.kube[member1], member2: s.clusters.kube[member2]}
+	if err := s.servers.Follow(follow, kube, namespace, podSelector); err != nil {
 		return err
 	}
-	if s.ns, err = newNetns(); err != nil {
-		s.res.NoNetns = err.Error()
-		s.say("No network namespace, so no requests in steps 5 and 6: %v", err)
-		s.say("The client shows which pod member2's coredns-mcs sends it to instead.")
-	} else {
-		s.servers = &servers{ns: s.ns, running: map[string]*server{}}
-		s.http = s.ns.httpClient()
-		s.say("Inside a network namespace of the demo's own, each serve pod's address is bound on lo, with a server")
-		s.say("answering as the seeds' serve image. For each request, a client in member2's place resolves")
-		s.say("%s through member2's coredns-mcs, takes the answers in turn, and sends", nativeName)
-		s.say("GET http://<address>:%d/ from inside the namespace (the pods' port: no kube-proxy here).", podPort)
+	s.say("Each serve pod's address is bound in the lab's pods' network, with a server answering as the seeds'")
+	s.say("serve image. For each request, a client on member2's node resolves the name through member2's")
+	s.say("coredns-mcs and sends GET http://<answer>:%d/ on a new connection; member2's real kube-proxy", servicePort)
+	s.say("(nftables) sends it to one endpoint of the Service that owns the address. kube-proxy programs a")
+	s.say("change at most once a second (its minSyncPeriod), so the demo first waits for the route.\n")
+	if err := s.routed(ctx, "member2's kube-proxy routes derived-serve to member1", member1); err != nil {
+		return err
 	}
-	fmt.Fprintln(s.w)
-	s.res.Spread = s.requests(ctx, 3*time.Second, 200*time.Millisecond)
-	return allFrom(member1, s.res.Spread)
+	s.say("\nBy the native name, %s:", nativeName)
+	s.res.Spread = s.requests(ctx, nativeName, 3*time.Second, 200*time.Millisecond)
+	if err := allFrom(member1, s.res.Spread); err != nil {
+		return err
+	}
+	s.say("\nBy the clusterset name, %s (the ServiceImport's IP):", clustersetName)
+	s.res.ClusterSet = s.requests(ctx, clustersetName, time.Second, 200*time.Millisecond)
+	return allFrom(member1, s.res.ClusterSet)
+}
+
+// clusterIPs is the sorted ClusterIPs of cluster's Service name.
+func (s *story) clusterIPs(ctx context.Context, cluster, name string) ([]string, error) {
+	svc, err := s.clusters.kube[cluster].CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cluster, err)
+	}
+	return sortIPs(slices.Clone(svc.Spec.ClusterIPs)), nil
+}
+
+// routed waits until a request for serve's native name is answered by
+// cluster.
+func (s *story) routed(ctx context.Context, what, cluster string) error {
+	return s.waitFor(ctx, what, 30*time.Second, func(ctx context.Context) error {
+		if r := s.ask(ctx, nativeName); r.Cluster != cluster {
+			return fmt.Errorf("reply %q through %s", r.Text, r.Addr)
+		}
+		return nil
+	})
 }
 
 func failures(replies []Reply) int {
@@ -338,20 +355,20 @@ func allFrom(cluster string, replies []Reply) error {
 	}
 	for _, r := range replies {
 		if r.Cluster != cluster {
-			return fmt.Errorf("reply %q from %s: want every reply from %s", r.Text, r.Addr, cluster)
+			return fmt.Errorf("reply %q through %s: want every reply from %s", r.Text, r.Addr, cluster)
 		}
 	}
 	return nil
 }
 
-func (s *story) localFirst(ctx context.Context) error {
+func (s *story) remoteAndLocal(ctx context.Context) error {
 	s.say("serve starts in member2 as well, in the namespace mcs-controller made there for the import, and the")
-	s.say("MultiClusterService makes member2 a provider, with LocalFirst:")
+	s.say("MultiClusterService makes member2 a provider too, still RemoteAndLocal:")
 	if err := s.kubectl(ctx, "--context", member2, "apply", "-f", "test/demo/manifests/serve.yaml"); err != nil {
 		return err
 	}
 	if err := s.kubectl(ctx, "--context", hub, "-n", namespace, "patch", "multiclusterservice", "serve", "--type", "merge",
-		"-p", `{"spec":{"strategy":"LocalFirst","serviceProvisionClusters":["member1","member2"]}}`); err != nil {
+		"-p", `{"spec":{"serviceProvisionClusters":["member1","member2"]}}`); err != nil {
 		return err
 	}
 	if err := s.waitFor(ctx, "member2's serve pods are ready", time.Minute, func(ctx context.Context) error {
@@ -360,38 +377,70 @@ func (s *story) localFirst(ctx context.Context) error {
 		return err
 	}
 	if err := s.waitFor(ctx, "mcs-controller has converged", time.Minute, func(ctx context.Context) error {
+		return s.clusters.converged(ctx, api.RemoteAndLocal, member1, member2)
+	}); err != nil {
+		return err
+	}
+	if err := s.routed(ctx, "member2's kube-proxy routes derived-serve to member2 too", member2); err != nil {
+		return err
+	}
+	s.say("\nderived-serve's endpoints are now both clusters' pods; its VIP spreads connections over all of them.")
+	s.say("Connections by the native name, without pause, counted by the cluster that replied:")
+	s.res.Split = s.split(ctx, nativeName, splitRequests)
+	for _, c := range []string{member1, member2} {
+		if !slices.ContainsFunc(s.res.Split, func(r Reply) bool { return r.Cluster == c }) {
+			return fmt.Errorf("no reply from %s in %d connections", c, splitRequests)
+		}
+	}
+	return nil
+}
+
+// splitRequests is how many connections show RemoteAndLocal's spread.
+const splitRequests = 60
+
+func (s *story) localFirst(ctx context.Context) error {
+	s.say("The MultiClusterService's strategy becomes LocalFirst:")
+	if err := s.kubectl(ctx, "--context", hub, "-n", namespace, "patch", "multiclusterservice", "serve", "--type", "merge",
+		"-p", `{"spec":{"strategy":"LocalFirst"}}`); err != nil {
+		return err
+	}
+	if err := s.waitFor(ctx, "mcs-controller has converged", time.Minute, func(ctx context.Context) error {
 		return s.clusters.converged(ctx, api.LocalFirst, member1, member2)
 	}); err != nil {
 		return err
 	}
-	local, err := s.clusters.readyIPs(ctx, member2)
+	local, err := s.clusterIPs(ctx, member2, svcName)
 	if err != nil {
 		return err
 	}
-	if err := s.waitFor(ctx, "member2's coredns-mcs answers member2's own pods", 30*time.Second, s.answers(nativeName, local)); err != nil {
+	if err := s.waitFor(ctx, "member2's coredns-mcs answers member2's own Service", 30*time.Second, s.answers(nativeName, local)); err != nil {
 		return err
 	}
-	s.say("\nWhile member2 has a ready pod of its own, the native name answers member2's pods only:")
+	if err := s.routed(ctx, "member2's kube-proxy routes serve to member2's pods", member2); err != nil {
+		return err
+	}
+	s.say("\nWhile member2 has a ready pod of its own, the native name answers member2's own Service's ClusterIP:")
 	if err := s.dig(ctx, member2, nativeName); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.w)
-	s.res.Local = s.requests(ctx, 2*time.Second, 200*time.Millisecond)
+	s.res.Local = s.requests(ctx, nativeName, 2*time.Second, 200*time.Millisecond)
 	if err := allFrom(member2, s.res.Local); err != nil {
 		return err
 	}
 
-	s.say("\nmember2's serve scaled to 0: LocalFirst answers member1's pods the moment member2 has no ready one.")
-	s.say("Requests go on without pause; each change of who replies is shown, timed from the scale command:")
-	if s.res.Failover, s.res.FailoverAfter, err = s.scaleMember2(ctx, 0, member1); err != nil {
+	s.say("\nmember2's serve scaled to 0: the moment member2 has no ready pod, the native name answers")
+	s.say("derived-serve's VIP, whose ready endpoints are member1's. Requests go on without pause; each change")
+	s.say("of the answer or of who replies is shown, timed from the scale command:")
+	if s.res.Failover, s.res.FailoverAfter, err = s.scaleMember2(ctx, 0, member1, api.DerivedPrefix+svcName); err != nil {
 		return err
 	}
 	if n := failures(s.res.Failover); n > 0 {
-		s.say("    (%d requests failed in between: kwok removes a pod at once, before kube-controller-manager has", n)
-		s.say("    taken its endpoint out of the slices; a real pod keeps serving while it terminates)")
+		s.say("    (%d requests failed in between: kwok removes a pod at once, before its endpoint has left the", n)
+		s.say("    slices and kube-proxy's rules; a real pod keeps serving while it terminates)")
 	}
 	s.say("\nScaled back: local again as soon as a member2 pod is ready:")
-	s.res.Back, s.res.BackAfter, err = s.scaleMember2(ctx, 2, member2)
+	s.res.Back, s.res.BackAfter, err = s.scaleMember2(ctx, 2, member2, svcName)
 	return err
 }
 
@@ -414,7 +463,7 @@ func (s *story) lookAround(ctx context.Context) error {
 		s.say("         coredns-mcs of %s http://%s/metrics", m, s.coredns[m].metrics)
 	}
 	s.say("Logs:    %s/ (mcs-controller.log, coredns-mcs-<member>.log); the lab's in _output/lab/logs/", s.rel(filepath.Join(s.dir, "logs")))
-	s.say("The servers of steps 5 and 6 lived in this program and its network namespace, and are gone.")
+	s.say("The pods' servers of steps 5 to 7 lived in this program, and are gone with their addresses.")
 	s.say("\nStop everything, the lab included:\n\n  make lab-down")
 	return nil
 }
