@@ -42,26 +42,48 @@ func Check(labDir string) error {
 }
 
 // Do runs f on an OS thread that has joined the namespace: the sockets f
-// makes belong to it, wherever they are used afterwards. The thread stays
-// locked, so Go discards it when f returns and nothing else runs there by
-// accident.
+// makes belong to it, wherever they are used afterwards. The thread then
+// returns to its own namespace and to Go's pool. It must not be discarded
+// instead (a goroutine that exits locked ends its thread): a child process
+// that another goroutine started from that thread with Pdeathsig, as
+// test/process starts mcs-controller and coredns-mcs, would be signalled.
+// Only when it cannot return does it stay locked, to be discarded.
 func (n Netns) Do(f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		fd, err := unix.Open(filepath.Join("/run/netns", string(n)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			errc <- fmt.Errorf("network namespace %s: %w", n, err)
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("this thread's network namespace: %w", err)
 			return
 		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("joining network namespace %s: %w", n, err)
+		defer unix.Close(home)
+		if err := n.join(); err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
 			return
 		}
-		errc <- f()
+		err = f()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
+}
+
+// join moves the calling thread into the namespace.
+func (n Netns) join() error {
+	fd, err := unix.Open(filepath.Join("/run/netns", string(n)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", n, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("joining network namespace %s: %w", n, err)
+	}
+	return nil
 }
 
 // Dial connects from inside the namespace.

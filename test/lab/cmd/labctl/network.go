@@ -143,25 +143,46 @@ func ip(args ...string) error {
 
 // inNetns runs f on an OS thread that has joined the named namespace, so
 // the sockets f makes belong to it wherever they are used afterwards. The
-// thread stays locked, so Go discards it when f returns and nothing else
-// runs there by accident.
+// thread then returns to its own namespace and to Go's pool, as
+// test/labnet's Netns.Do does and for the same reason (a discarded thread
+// signals the children it started with Pdeathsig); only when it cannot
+// return does it stay locked, to be discarded.
 func inNetns(name string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		fd, err := unix.Open(filepath.Join("/run/netns", name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			errc <- fmt.Errorf("network namespace %s: %w", name, err)
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("this thread's network namespace: %w", err)
 			return
 		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("joining network namespace %s: %w", name, err)
+		defer unix.Close(home)
+		if err := setns(filepath.Join("/run/netns", name)); err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
 			return
 		}
-		errc <- f()
+		err = f()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
+}
+
+// setns moves the calling thread into the network namespace at path.
+func setns(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("joining network namespace %s: %w", path, err)
+	}
+	return nil
 }
 
 // dialIn is a dialer from inside the named namespace.
