@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/labnet"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
@@ -164,7 +165,7 @@ type container struct {
 	id  string
 	pid int    // of its process, in the test's PID namespace
 	log string // its stdout and stderr
-	net *netns
+	net labnet.Netns
 	// bridges stop once the container is removed: cutting its connections
 	// before would only fill its log.
 	bridges []func()
@@ -172,7 +173,16 @@ type container struct {
 
 // run starts image ref as container id with ctr run's flags and the
 // process's argv, in a network namespace of its own, and returns once its
-// process runs. The container is removed when the test ends, its output
+// process runs.
+//
+// The containers run in network namespaces of their own, as pods do, not
+// in the host's: the member Corefile serves port 53 and the health, ready
+// and metrics ports on every address, which on this shared machine would
+// take them from everyone else, and a fresh namespace keeps the kernel's
+// default ip_unprivileged_port_start, so binding port 53 proves the
+// capability. The test reaches in (labnet.Netns): it opens sockets inside a
+// container's namespace to query it, and bridges the lab's API servers,
+// which listen on the host's loopback, to the same addresses inside. The container is removed when the test ends, its output
 // logged if the test failed.
 func (d *daemon) run(t *testing.T, id, ref string, flags, argv []string) *container {
 	t.Helper()
@@ -196,8 +206,9 @@ func (d *daemon) run(t *testing.T, id, ref string, flags, argv []string) *contai
 	if c.pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
 		t.Fatalf("%s: %v", pidFile, err)
 	}
-	if c.net, err = openNetns(t, c.pid); err != nil {
-		t.Fatalf("container %s has exited at once (%v): its output is below", c.id, err)
+	c.net = labnet.Of(c.pid)
+	if err := c.alive(); err != nil {
+		t.Fatal(err)
 	}
 	return c
 }
@@ -222,10 +233,10 @@ func (c *container) remove(t *testing.T) {
 }
 
 // bridge bridges addr into the container's network namespace (see
-// netns.bridge) until the container is removed.
+// labnet's Netns.Bridge) until the container is removed.
 func (c *container) bridge(t *testing.T, addr string) {
 	t.Helper()
-	stop, err := c.net.bridge(addr)
+	stop, err := c.net.Bridge(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func (c *container) expectA(t *testing.T, port int32, name, ip string) {
 // lookupA asks the container's DNS server on port for name's A records,
 // over UDP from inside its namespace.
 func (c *container) lookupA(ctx context.Context, port int32, name string) ([]string, error) {
-	conn, err := c.net.dial(ctx, "udp", fmt.Sprintf("127.0.0.1:%d", port))
+	conn, err := c.net.Dial(ctx, "udp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return nil, err
 	}

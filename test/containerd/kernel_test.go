@@ -175,7 +175,7 @@ func bound(t *testing.T, pid int, proto corev1.Protocol, port int32, uid int) bo
 func unprivilegedPortStart(t *testing.T, c *container) int {
 	t.Helper()
 	var b []byte
-	err := c.net.do(func() (err error) {
+	err := c.net.Do(func() (err error) {
 		b, err = os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
 		return err
 	})

@@ -94,7 +94,7 @@ func apiHost(t *testing.T, cluster string) string {
 func (c *container) waitReady(t *testing.T, w *workload, uid int) {
 	t.Helper()
 	urls := []string{w.probeURL(t, "readiness", w.container.ReadinessProbe), w.probeURL(t, "liveness", w.container.LivenessProbe)}
-	transport := &http.Transport{DialContext: c.net.dial}
+	transport := &http.Transport{DialContext: c.net.Dial}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: 2 * time.Second}
 	ready := func(ctx context.Context) error {

@@ -7,6 +7,7 @@ package labnet
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,19 +15,24 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Netns is a network namespace of the lab, by name.
+// Netns is a network namespace, by the path of a file that holds it: a
+// named one's under /run/netns, or a process's.
 type Netns string
 
 // Node is the network of cluster's node, where its kube-proxy runs.
-func Node(cluster string) Netns { return Netns("mcs-lab-" + cluster) }
+func Node(cluster string) Netns { return Netns("/run/netns/mcs-lab-" + cluster) }
 
 // Pods is the network where every cluster's pod addresses are played.
-const Pods Netns = "mcs-lab-pods"
+const Pods Netns = "/run/netns/mcs-lab-pods"
+
+// Of is the network namespace of process pid, while it runs.
+func Of(pid int) Netns { return Netns(fmt.Sprintf("/proc/%d/ns/net", pid)) }
 
 // Check is nil when the lab whose state is in labDir (_output/lab) runs
 // with its network, and else says why it does not.
@@ -75,7 +81,7 @@ func (n Netns) Do(f func() error) error {
 
 // join moves the calling thread into the namespace.
 func (n Netns) join() error {
-	fd, err := unix.Open(filepath.Join("/run/netns", string(n)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(string(n), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("network namespace %s: %w", n, err)
 	}
@@ -110,11 +116,63 @@ func (n Netns) HTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: n.Dial, DisableKeepAlives: true}}
 }
 
-// IP runs ip with args on the namespace.
+// IP runs ip with args in the namespace: a child forked from a thread in
+// it starts there.
 func (n Netns) IP(args ...string) error {
-	args = append([]string{"-n", string(n)}, args...)
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	return n.Do(func() error {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s in %s: %v: %s", strings.Join(args, " "), n, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	})
+}
+
+// Bridge listens on addr (host:port) inside the namespace and forwards each
+// connection to addr outside it, until stop: a process in the namespace
+// reaches a server that listens on the host's loopback at the same address.
+func (n Netns) Bridge(addr string) (stop func(), err error) {
+	ln, err := n.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bridging %s into %s: %w", addr, n, err)
 	}
-	return nil
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { forward(ctx, in, addr) })
+		}
+	})
+	return func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	}, nil
+}
+
+// forward copies between in and a new connection to addr both ways, until
+// either side closes or ctx ends; then it closes both.
+func forward(ctx context.Context, in net.Conn, addr string) {
+	defer in.Close()
+	out, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	closeBoth := func() {
+		in.Close()
+		out.Close()
+	}
+	defer context.AfterFunc(ctx, closeBoth)()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, in)
+		closeBoth()
+		close(done)
+	}()
+	_, _ = io.Copy(in, out)
+	closeBoth()
+	<-done
 }

@@ -17,11 +17,12 @@ func TestDoKeepsItsThread(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a network namespace needs root (CI runs as root)")
 	}
-	n := Netns(fmt.Sprintf("labnet-test-%d", os.Getpid()))
-	if out, err := exec.Command("ip", "netns", "add", string(n)).CombinedOutput(); err != nil {
+	name := fmt.Sprintf("labnet-test-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", string(n)).Run() })
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", name).Run() })
+	n := Netns("/run/netns/" + name)
 	home, err := os.Readlink("/proc/thread-self/ns/net")
 	if err != nil {
 		t.Fatal(err)
