@@ -34,6 +34,14 @@ const (
 	// names for that service in that cluster; its value is a Strategy.
 	AnnotationStrategy = GroupName + "/strategy"
 
+	// AnnotationMinReadyEndpoints and AnnotationFailoverOrder on a
+	// ServiceImport carry its MultiClusterService's spec.localFirst, when
+	// set: the fewest ready endpoints of its own for which a cluster
+	// answers them (a decimal, at least 1), and the provision clusters that
+	// take over in order (their names, comma-separated).
+	AnnotationMinReadyEndpoints = GroupName + "/min-ready-endpoints"
+	AnnotationFailoverOrder     = GroupName + "/failover-order"
+
 	// AnnotationSourceGeneration on an imported EndpointSlice is the
 	// generation of the provision cluster's slice it was copied from.
 	AnnotationSourceGeneration = GroupName + "/source-generation"
@@ -87,6 +95,10 @@ const (
 	// the remote ones the moment none is.
 	LocalFirst Strategy = "LocalFirst"
 )
+
+// NativeAnnotations are the ServiceImport annotations that turn native
+// names on and tune them: the strategy, and LocalFirst's policy.
+var NativeAnnotations = []string{AnnotationStrategy, AnnotationMinReadyEndpoints, AnnotationFailoverOrder}
 
 // ParseStrategy reports whether s names a Strategy.
 func ParseStrategy(s string) (Strategy, bool) {

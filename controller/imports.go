@@ -125,7 +125,7 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 		i.Annotations = maps.Clone(i.Annotations)
 		delete(i.Annotations, api.AnnotationFilled)
 		if filled == api.FilledStrategy {
-			delete(i.Annotations, api.AnnotationStrategy)
+			dropNative(i.Annotations)
 		}
 	}, func(i *mcsv1b1.ServiceImport) {
 		i.Status.Clusters, i.Status.EndpointSliceObjects = nil, ""
@@ -170,17 +170,25 @@ func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	}
 	imp.Labels[api.LabelManagedBy] = api.ManagedBy
 	imp.Annotations = maps.Clone(plan.Import.Annotations)
-	if plan.Strategy != "" {
+	if plan.Native != nil {
 		if imp.Annotations == nil {
 			imp.Annotations = map[string]string{}
 		}
-		imp.Annotations[api.AnnotationStrategy] = string(plan.Strategy)
+		maps.Copy(imp.Annotations, plan.Native)
 	}
 }
 
-// setOthersImportMeta sets the strategy annotation on another's import,
-// and notes that the controller filled it in, and whether it added the
-// strategy; the labels and other annotations are its owner's.
+// dropNative deletes the annotations that turn native names on.
+func dropNative(annotations map[string]string) {
+	for _, k := range api.NativeAnnotations {
+		delete(annotations, k)
+	}
+}
+
+// setOthersImportMeta sets the strategy annotation (and LocalFirst's
+// policy) on another's import, and notes that the controller filled it in,
+// and whether it added the strategy; the labels and other annotations are
+// its owner's.
 func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	_, had := imp.Annotations[api.AnnotationStrategy]
 	added := imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
@@ -189,11 +197,12 @@ func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 		imp.Annotations = map[string]string{}
 	}
 	switch {
-	case plan.Strategy != "":
-		imp.Annotations[api.AnnotationStrategy] = string(plan.Strategy)
+	case plan.Native != nil:
+		dropNative(imp.Annotations)
+		maps.Copy(imp.Annotations, plan.Native)
 		added = added || !had
 	case added:
-		delete(imp.Annotations, api.AnnotationStrategy)
+		dropNative(imp.Annotations)
 		added = false
 	}
 	imp.Annotations[api.AnnotationFilled] = api.FilledSpec

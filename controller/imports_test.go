@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,4 +107,47 @@ func TestImportReady(t *testing.T) {
 		t.Errorf("member3's Ready %+v, want False IPFamilyNotSupported", c)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{}) // derived-foo refused again, nothing else to write
+}
+
+// LocalFirst's policy rides on the import as annotations: a change of it is
+// one write per consumption cluster (the import; its status follows the
+// generation), and without it the import is as before, the strategy alone.
+// On another's import the controller takes the policy back with the
+// strategy it added.
+func TestLocalFirstPolicyCarried(t *testing.T) {
+	mcs := multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}, true)
+	mcs.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To[int32](2), FailoverOrder: []v1alpha1.ClusterName{m3, m1}}
+	f := newFixture(t, world{
+		hub: {mcs},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1(), othersImport("foo")},
+		m3:  {ns1(), service("foo", false, t0), slice("foo", "foo-3", 1, "10.3.0.1")},
+	})
+	f.sync("demo/foo")
+	want := map[string]string{
+		api.AnnotationStrategy: "LocalFirst", api.AnnotationMinReadyEndpoints: "2", api.AnnotationFailoverOrder: "member3,member1",
+		api.AnnotationFilled: api.FilledStrategy,
+	}
+	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
+		t.Errorf("import annotations %v, want %v", got, want)
+	}
+
+	mcs = f.mcsOf("foo")
+	mcs.Spec.LocalFirst.FailoverOrder = nil
+	f.change(hub, mcs, "update")
+	expect(t, "order dropped", f.sync("demo/foo"), writes{ // the fake bumps no MultiClusterService generation
+		m2: {"update serviceimports demo/foo", "update serviceimports/status demo/foo"},
+	})
+	delete(want, api.AnnotationFailoverOrder)
+	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
+		t.Errorf("import annotations %v, want %v", got, want)
+	}
+
+	gone := f.mcsOf("foo")
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f.change(hub, gone, "update")
+	f.sync("demo/foo")
+	if got := f.importOf(m2, "foo").Annotations; len(got) != 0 {
+		t.Errorf("import given back with annotations %v, want none", got)
+	}
 }

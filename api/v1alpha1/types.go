@@ -43,6 +43,9 @@ const CrossCluster ExposureType = "CrossCluster"
 type ClusterName string
 
 // MultiClusterServiceSpec says where the service runs and who may reach it.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.localFirst) || self.strategy == 'LocalFirst'",message="spec.localFirst applies to strategy LocalFirst only"
+// +kubebuilder:validation:XValidation:rule="!has(self.localFirst) || !has(self.localFirst.failoverOrder) || !has(self.serviceProvisionClusters) || size(self.serviceProvisionClusters) == 0 || self.localFirst.failoverOrder.all(c, c in self.serviceProvisionClusters)",message="spec.localFirst.failoverOrder may name provision clusters only (spec.serviceProvisionClusters)"
 type MultiClusterServiceSpec struct {
 	// Types lists how the service is exposed; CrossCluster is the one type.
 	//
@@ -55,6 +58,7 @@ type MultiClusterServiceSpec struct {
 	//
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
 	ServiceProvisionClusters []ClusterName `json:"serviceProvisionClusters,omitempty"`
 
 	// ServiceConsumptionClusters are the clusters whose pods reach the
@@ -62,6 +66,7 @@ type MultiClusterServiceSpec struct {
 	//
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
 	ServiceConsumptionClusters []ClusterName `json:"serviceConsumptionClusters,omitempty"`
 
 	// Strategy picks the endpoints a native name answers in a consumption
@@ -72,6 +77,40 @@ type MultiClusterServiceSpec struct {
 	// +kubebuilder:default=RemoteAndLocal
 	// +kubebuilder:validation:Enum=RemoteAndLocal;LocalFirst
 	Strategy api.Strategy `json:"strategy,omitempty"`
+
+	// LocalFirst tunes strategy LocalFirst, and is allowed with it only.
+	// Without it, LocalFirst answers this cluster's endpoints while one is
+	// ready, and every other provision cluster's alike when none is.
+	//
+	// +optional
+	LocalFirst *LocalFirstPolicy `json:"localFirst,omitempty"`
+}
+
+// LocalFirstPolicy says when a consumption cluster's own endpoints are
+// enough, and which clusters take over when they are not.
+type LocalFirstPolicy struct {
+	// MinReadyEndpoints is the fewest ready endpoints of its own for which
+	// a consumption cluster answers them: below it the cluster counts as
+	// having none, and the other provision clusters answer (its own still
+	// do when no other has a ready endpoint). Default 1.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReadyEndpoints *int32 `json:"minReadyEndpoints,omitempty"`
+
+	// FailoverOrder lists provision clusters in the order they take over
+	// when a consumption cluster's own endpoints are not enough: each
+	// answers only while every cluster before it has no ready endpoint,
+	// and provision clusters not listed come last, together. A consumption
+	// cluster skips itself in the list. A cluster whose Lease has expired is
+	// never chosen over one whose has not. Empty: every other provision
+	// cluster alike.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d == c))",message="spec.localFirst.failoverOrder names a cluster twice"
+	FailoverOrder []ClusterName `json:"failoverOrder,omitempty"`
 }
 
 // Condition types of a MultiClusterService.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,8 +74,10 @@ type Plan struct {
 	// (its name cannot have a derived Service, or it is protected): its
 	// ServiceExports are told so, and nothing is imported.
 	Unexportable *Cause
-	// Strategy enables native names (a MultiClusterService exists); "" does not.
-	Strategy api.Strategy
+	// Native are the ServiceImport annotations that enable native names
+	// (api.NativeAnnotations: the strategy, and LocalFirst's policy when
+	// set) while a MultiClusterService exists; nil when none does.
+	Native map[string]string
 	// Provision and Consumption are the clusters, sorted.
 	Provision, Consumption []string
 	// Unknown are members whose caches have not synced: their imported
@@ -172,7 +175,7 @@ func Compute(in *Input) *Plan {
 	p.Consumption, p.LeftConsumption = present(in, p.Consumption)
 	p.Provision = p.allowed(in, p.Provision)
 	if in.MCS != nil {
-		p.Strategy = cmp.Or(in.MCS.Spec.Strategy, api.RemoteAndLocal)
+		p.Native = native(in.MCS.Spec)
 		if in.HubService != nil {
 			for _, c := range union(p.Provision, p.Consumption) {
 				p.Propagate[c] = propagated(in.HubService)
@@ -226,7 +229,14 @@ func validate(in *Input) string {
 	if _, ok := api.ParseStrategy(string(spec.Strategy)); !ok && spec.Strategy != "" {
 		return fmt.Sprintf("spec.strategy: unknown strategy %q, want %s or %s", spec.Strategy, api.RemoteAndLocal, api.LocalFirst)
 	}
-	for field, list := range map[string][]v1alpha1.ClusterName{"spec.serviceProvisionClusters": spec.ServiceProvisionClusters, "spec.serviceConsumptionClusters": spec.ServiceConsumptionClusters} {
+	if msg := validateLocalFirst(spec); msg != "" {
+		return msg
+	}
+	lists := map[string][]v1alpha1.ClusterName{"spec.serviceProvisionClusters": spec.ServiceProvisionClusters, "spec.serviceConsumptionClusters": spec.ServiceConsumptionClusters}
+	if spec.LocalFirst != nil {
+		lists["spec.localFirst.failoverOrder"] = spec.LocalFirst.FailoverOrder
+	}
+	for field, list := range lists {
 		for _, c := range list {
 			if _, ok := in.Members[string(c)]; !ok && !slices.Contains(in.Left, string(c)) {
 				return fmt.Sprintf("%s: unknown cluster %q (members: %s)", field, c, strings.Join(slices.Sorted(maps.Keys(in.Members)), ", "))
@@ -328,4 +338,44 @@ func propagated(hub *corev1.Service) *corev1.Service {
 		s.Spec.ClusterIP = corev1.ClusterIPNone
 	}
 	return s
+}
+
+// native is the annotations that turn native names on, as spec says.
+func native(spec v1alpha1.MultiClusterServiceSpec) map[string]string {
+	out := map[string]string{api.AnnotationStrategy: string(cmp.Or(spec.Strategy, api.RemoteAndLocal))}
+	if lf := spec.LocalFirst; lf != nil {
+		if lf.MinReadyEndpoints != nil {
+			out[api.AnnotationMinReadyEndpoints] = strconv.Itoa(int(*lf.MinReadyEndpoints))
+		}
+		if len(lf.FailoverOrder) > 0 {
+			names := make([]string, len(lf.FailoverOrder))
+			for i, c := range lf.FailoverOrder {
+				names[i] = string(c)
+			}
+			out[api.AnnotationFailoverOrder] = strings.Join(names, ",")
+		}
+	}
+	return out
+}
+
+// validateLocalFirst checks spec.localFirst as the CRD's rules do.
+func validateLocalFirst(spec v1alpha1.MultiClusterServiceSpec) string {
+	lf := spec.LocalFirst
+	switch {
+	case lf == nil:
+		return ""
+	case spec.Strategy != api.LocalFirst:
+		return "spec.localFirst applies to strategy LocalFirst only"
+	case lf.MinReadyEndpoints != nil && *lf.MinReadyEndpoints < 1:
+		return fmt.Sprintf("spec.localFirst.minReadyEndpoints is %d, want at least 1", *lf.MinReadyEndpoints)
+	}
+	for i, c := range lf.FailoverOrder {
+		if slices.Contains(lf.FailoverOrder[:i], c) {
+			return fmt.Sprintf("spec.localFirst.failoverOrder names cluster %q twice", c)
+		}
+		if len(spec.ServiceProvisionClusters) > 0 && !slices.Contains(spec.ServiceProvisionClusters, c) {
+			return fmt.Sprintf("spec.localFirst.failoverOrder: %q is not in spec.serviceProvisionClusters", c)
+		}
+	}
+	return ""
 }

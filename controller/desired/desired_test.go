@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -61,8 +62,8 @@ func TestComputeStoryOne(t *testing.T) {
 	if p.Invalid != "" {
 		t.Fatalf("invalid: %s", p.Invalid)
 	}
-	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Strategy != api.LocalFirst {
-		t.Errorf("provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Native[api.AnnotationStrategy] != string(api.LocalFirst) {
+		t.Errorf("provision %v consumption %v native %v", p.Provision, p.Consumption, p.Native)
 	}
 	want := []mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}
 	if p.Import == nil || p.Import.Headless || !slices.Equal(p.Import.Ports, want) || !slices.Equal(p.Import.Clusters, []string{"m1"}) {
@@ -95,8 +96,8 @@ func TestComputeExportsAndHub(t *testing.T) {
 		"m3": {Known: true, Export: exportAt(0)},                       // export without Service: not a provider
 	}}
 	p := Compute(in)
-	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m1", "m2", "m3"}) || p.Strategy != "" {
-		t.Errorf("exports only: provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	if !slices.Equal(p.Provision, []string{"m1"}) || !slices.Equal(p.Consumption, []string{"m1", "m2", "m3"}) || p.Native != nil {
+		t.Errorf("exports only: provision %v consumption %v native %v", p.Provision, p.Consumption, p.Native)
 	}
 	if len(p.Propagate) != 0 {
 		t.Errorf("a hub Service propagates without a MultiClusterService: %v", p.Propagate)
@@ -104,8 +105,8 @@ func TestComputeExportsAndHub(t *testing.T) {
 
 	in.MCS = multi("", nil, []v1alpha1.ClusterName{"m2"})
 	p = Compute(in)
-	if !slices.Equal(p.Provision, []string{"m1", "m2"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Strategy != api.RemoteAndLocal {
-		t.Errorf("with a MultiClusterService: provision %v consumption %v strategy %q", p.Provision, p.Consumption, p.Strategy)
+	if !slices.Equal(p.Provision, []string{"m1", "m2"}) || !slices.Equal(p.Consumption, []string{"m2"}) || p.Native[api.AnnotationStrategy] != string(api.RemoteAndLocal) {
+		t.Errorf("with a MultiClusterService: provision %v consumption %v native %v", p.Provision, p.Consumption, p.Native)
 	}
 	prop := p.Propagate["m1"]
 	if len(p.Propagate) != 2 || prop == nil || prop.Spec.ClusterIP != "" || prop.Spec.Selector["app"] != "foo" || prop.Labels[api.LabelManagedBy] != api.ManagedBy {
@@ -266,6 +267,10 @@ func TestInvalid(t *testing.T) {
 		{"bad name", &Input{Name: "Foo", Members: members}, `service name "Foo"`},
 		{"protected export", &Input{Name: "kubernetes", Members: members, Protected: "the API server's Service"}, "the API server's Service"},
 		{"protected", &Input{Name: "kubernetes", Members: members, MCS: multi("", nil, nil), Protected: "the API server's Service"}, "the API server's Service"},
+		{"localFirst without LocalFirst", &Input{Name: "foo", Members: members, MCS: localFirst(api.RemoteAndLocal, nil, ptr.To[int32](2))}, "spec.localFirst applies to strategy LocalFirst only"},
+		{"minReadyEndpoints 0", &Input{Name: "foo", Members: members, MCS: localFirst(api.LocalFirst, nil, ptr.To[int32](0))}, "spec.localFirst.minReadyEndpoints is 0, want at least 1"},
+		{"failover twice", &Input{Name: "foo", Members: members, MCS: localFirst(api.LocalFirst, []v1alpha1.ClusterName{"m1", "m1"}, nil)}, `spec.localFirst.failoverOrder names cluster "m1" twice`},
+		{"failover unknown", &Input{Name: "foo", Members: members, MCS: localFirst(api.LocalFirst, []v1alpha1.ClusterName{"m7"}, nil)}, `spec.localFirst.failoverOrder: unknown cluster "m7"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Compute(tc.in)
@@ -506,5 +511,38 @@ func TestLeft(t *testing.T) {
 		MCS: multi("", nil, []v1alpha1.ClusterName{"m2", "m4"})})
 	if !strings.Contains(p.Invalid, `unknown cluster "m4"`) {
 		t.Errorf("a cluster never registered: %q, want it invalid", p.Invalid)
+	}
+}
+
+// localFirst is a MultiClusterService of strategy with spec.localFirst.
+func localFirst(strategy api.Strategy, order []v1alpha1.ClusterName, minReady *int32) *v1alpha1.MultiClusterService {
+	m := multi(strategy, nil, nil)
+	m.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: minReady, FailoverOrder: order}
+	return m
+}
+
+// LocalFirst's policy goes onto the import as annotations, only what is
+// set: without it the annotations are today's, the strategy alone. A
+// failover cluster must be a provision cluster when they are listed.
+func TestLocalFirstPolicy(t *testing.T) {
+	members := map[string]Member{"m1": {Known: true, Service: svc(false)}, "m2": {Known: true}, "m3": {Known: true, Service: svc(false)}}
+	for _, tc := range []struct {
+		name string
+		mcs  *v1alpha1.MultiClusterService
+		want map[string]string
+	}{
+		{"none", multi(api.LocalFirst, nil, nil), map[string]string{api.AnnotationStrategy: "LocalFirst"}},
+		{"minimum", localFirst(api.LocalFirst, nil, ptr.To[int32](2)), map[string]string{api.AnnotationStrategy: "LocalFirst", api.AnnotationMinReadyEndpoints: "2"}},
+		{"order", localFirst(api.LocalFirst, []v1alpha1.ClusterName{"m3", "m1"}, nil), map[string]string{api.AnnotationStrategy: "LocalFirst", api.AnnotationFailoverOrder: "m3,m1"}},
+	} {
+		p := Compute(&Input{Name: "foo", Members: members, MCS: tc.mcs})
+		if p.Invalid != "" || !maps.Equal(p.Native, tc.want) {
+			t.Errorf("%s: native %v (invalid %q), want %v", tc.name, p.Native, p.Invalid, tc.want)
+		}
+	}
+	m := localFirst(api.LocalFirst, []v1alpha1.ClusterName{"m3"}, nil)
+	m.Spec.ServiceProvisionClusters = []v1alpha1.ClusterName{"m1"}
+	if p := Compute(&Input{Name: "foo", Members: members, MCS: m}); !strings.Contains(p.Invalid, `spec.localFirst.failoverOrder: "m3" is not in spec.serviceProvisionClusters`) {
+		t.Errorf("failover to a cluster that does not provide: %q", p.Invalid)
 	}
 }

@@ -1,7 +1,9 @@
 package mcs
 
 import (
+	"cmp"
 	"net"
+	"slices"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
@@ -30,18 +32,29 @@ func decide(v *view, mode answerMode, split func() candidates) (c choice, ok boo
 	return remoteAndLocal(v, useVIP, split)
 }
 
+// localFirst answers this cluster's endpoints while it has enough ready
+// ones (the import's minimum, 1 by default), else the remote ones: fresh
+// before stale, and of those the first cluster of the failover order that
+// has any, else the unlisted ones together. Below the minimum with nothing
+// remote, the local ones still answer.
 func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
-	if len(s.local) > 0 {
+	local := func() (choice, bool) {
 		if useVIP && v.hasLocalVIP() {
 			return choice{outcome: outcomeLocal, vips: v.svc.ips, ports: v.svc.ports}, true
 		}
 		return choice{outcome: outcomeLocal, slices: s.local}, true
 	}
+	if len(s.local) > 0 && readyCount(s.local) >= v.minReady() {
+		return local()
+	}
 	if remote := firstNonEmpty(s.fresh, s.stale); len(remote) > 0 {
 		if useVIP && v.hasSetVIP() {
 			return choice{outcome: outcomeRemote, fellBack: true, vips: v.imp.ips, ports: v.imp.ports}, true
 		}
-		return choice{outcome: outcomeRemote, fellBack: true, slices: remote}, true
+		return choice{outcome: outcomeRemote, fellBack: true, slices: preferred(remote, v.imp.failover)}, true
+	}
+	if len(s.local) > 0 {
+		return local()
 	}
 	switch {
 	case !useVIP:
@@ -63,4 +76,44 @@ func remoteAndLocal(v *view, useVIP bool, split func() candidates) (choice, bool
 		return choice{outcome: outcomeCombined, slices: all}, true
 	}
 	return choice{}, false
+}
+
+// readyCount is how many ready endpoints ss hold (a slice lists its ready
+// ones only).
+func readyCount(ss []*endpointSlice) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.endpoints)
+	}
+	return n
+}
+
+// preferred is the slices of the first cluster in order that has any, else
+// those of the clusters order does not name. ss is sorted by cluster.
+func preferred(ss []*endpointSlice, order []string) []*endpointSlice {
+	if len(order) == 0 {
+		return ss
+	}
+	for _, c := range order {
+		if of := ofCluster(ss, c); len(of) > 0 {
+			return of
+		}
+	}
+	var rest []*endpointSlice
+	for _, s := range ss {
+		if !slices.Contains(order, s.cluster) {
+			rest = append(rest, s)
+		}
+	}
+	return rest
+}
+
+// ofCluster is the run of ss (sorted by cluster) from cluster c.
+func ofCluster(ss []*endpointSlice, c string) []*endpointSlice {
+	i, _ := slices.BinarySearchFunc(ss, c, func(s *endpointSlice, c string) int { return cmp.Compare(s.cluster, c) })
+	j := i
+	for j < len(ss) && ss[j].cluster == c {
+		j++
+	}
+	return ss[i:j]
 }

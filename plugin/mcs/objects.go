@@ -2,6 +2,7 @@ package mcs
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,11 @@ type serviceImport struct {
 	ips      []net.IP
 	ports    []port
 	strategy api.Strategy // from the annotation; "" when absent or not a api.Strategy
+	// LocalFirst's policy, from its annotations: the fewest ready local
+	// endpoints that answer (0: the default, 1), and the clusters that take
+	// over in order.
+	minReady int
+	failover []string
 }
 
 type endpoint struct {
@@ -137,7 +143,15 @@ func toService(s *corev1.Service) *service {
 
 func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports []port) *serviceImport {
 	s, _ := api.ParseStrategy(m.Annotations[api.AnnotationStrategy])
-	return &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
+	imp := &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
+	// A value that does not parse is left out: the default applies.
+	if n, err := strconv.Atoi(m.Annotations[api.AnnotationMinReadyEndpoints]); err == nil && n >= 1 {
+		imp.minReady = n
+	}
+	if order := m.Annotations[api.AnnotationFailoverOrder]; order != "" {
+		imp.failover = strings.Split(order, ",")
+	}
+	return imp
 }
 
 func betaPorts(ps []mcsv1b1.ServicePort) []port {

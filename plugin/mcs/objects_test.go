@@ -1,9 +1,10 @@
 package mcs
 
 import (
-	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"testing"
 	"time"
+
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"

@@ -31,15 +31,22 @@ type Reply struct {
 
 func (r Reply) String() string { return fmt.Sprintf("%-14s %s", r.Addr, r.Text) }
 
-// lookup asks cluster's coredns-mcs for the A records of name.
-func (s *story) lookup(ctx context.Context, cluster, name string) ([]string, error) {
+// resolver is the coredns-mcs the client asks, and the port it then
+// connects to: serve's for a VIP answer, the pods' for endpoints.
+type resolver struct {
+	dns  string // host:port
+	port int
+}
+
+// lookup asks the coredns-mcs at addr for the A records of name.
+func lookup(ctx context.Context, addr, name string) ([]string, error) {
 	c := &dns.Client{Timeout: time.Second}
-	r, _, err := c.ExchangeContext(ctx, new(dns.Msg).SetQuestion(dns.Fqdn(name), dns.TypeA), s.coredns[cluster].dns)
+	r, _, err := c.ExchangeContext(ctx, new(dns.Msg).SetQuestion(dns.Fqdn(name), dns.TypeA), addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s's coredns-mcs, %s A: %w", cluster, name, err)
+		return nil, fmt.Errorf("coredns-mcs at %s, %s A: %w", addr, name, err)
 	}
 	if r.Rcode != dns.RcodeSuccess {
-		return nil, fmt.Errorf("%s's coredns-mcs, %s A: %s", cluster, name, dns.RcodeToString[r.Rcode])
+		return nil, fmt.Errorf("coredns-mcs at %s, %s A: %s", addr, name, dns.RcodeToString[r.Rcode])
 	}
 	var ips []string
 	for _, rr := range r.Answer {
@@ -51,8 +58,8 @@ func (s *story) lookup(ctx context.Context, cluster, name string) ([]string, err
 }
 
 // ask is one request of a client in member2's place: resolve name through
-// member2's coredns-mcs and GET the address it answered, serve's port, from
-// member2's node, on a new connection.
+// the resolver and GET the address it answered from member2's node, on a
+// new connection.
 func (s *story) ask(ctx context.Context, name string) Reply {
 	failed := func(addr string, err error) Reply {
 		return Reply{At: time.Now(), Addr: addr, Text: "error: " + err.Error()}
@@ -60,7 +67,7 @@ func (s *story) ask(ctx context.Context, name string) Reply {
 	if err := s.servers.Err(); err != nil {
 		return failed("-", fmt.Errorf("playing the pods: %w", err))
 	}
-	addrs, err := s.lookup(ctx, member2, name)
+	addrs, err := lookup(ctx, s.via.dns, name)
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no address")
 	}
@@ -68,7 +75,7 @@ func (s *story) ask(ctx context.Context, name string) Reply {
 		return failed("-", err)
 	}
 	addr := addrs[0]
-	body, err := labnet.Node(member2).Get(ctx, "http://"+net.JoinHostPort(addr, strconv.Itoa(servicePort))+"/", time.Second)
+	body, err := labnet.Node(member2).Get(ctx, "http://"+net.JoinHostPort(addr, strconv.Itoa(s.via.port))+"/", time.Second)
 	if err != nil {
 		return failed(addr, err)
 	}
@@ -107,18 +114,14 @@ func (s *story) split(ctx context.Context, name string, n int) []Reply {
 	return replies
 }
 
-// scaleMember2 scales member2's serve to replicas, then asks without pause
-// until a reply comes from cluster want through an address of Service
-// through, printing each change of the address or of the cluster that
+// scale scales cluster's serve to replicas, then asks for the native name
+// without pause until a reply comes from cluster want (through one of vips,
+// unless nil), printing each change of the address or of the cluster that
 // replies (or of a failure) with the time since the scale command started.
 // It returns the replies and that time.
-func (s *story) scaleMember2(ctx context.Context, replicas int, want, through string) ([]Reply, time.Duration, error) {
-	vips, err := s.clusterIPs(ctx, member2, through)
-	if err != nil {
-		return nil, 0, err
-	}
+func (s *story) scale(ctx context.Context, cluster string, replicas int, want string, vips []string) ([]Reply, time.Duration, error) {
 	start := time.Now()
-	if err := s.kubectl(ctx, "--context", member2, "-n", namespace, "scale", "deployment/serve", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
+	if err := s.kubectl(ctx, "--context", cluster, "-n", namespace, "scale", "deployment/serve", fmt.Sprintf("--replicas=%d", replicas)); err != nil {
 		return nil, 0, err
 	}
 	s.say("  +%.3fs  (the command has returned)", time.Since(start).Seconds())
@@ -136,13 +139,13 @@ func (s *story) scaleMember2(ctx context.Context, replicas int, want, through st
 			same = 0
 			s.say("  +%.3fs  %s", r.At.Sub(start).Seconds(), r)
 		}
-		if r.Cluster == want && slices.Contains(vips, r.Addr) {
+		if r.Cluster == want && (vips == nil || slices.Contains(vips, r.Addr)) {
 			after := r.At.Sub(start)
-			s.say("==> replies came from %s through %s %.3fs after the scale command", want, through, after.Seconds())
+			s.say("==> replies came from %s %.3fs after the scale command", want, after.Seconds())
 			return replies, after, nil
 		}
 		if time.Since(start) > switchTimeout || ctx.Err() != nil {
-			return replies, 0, fmt.Errorf("no reply from %s through %s within %s of the scale command; last: %s", want, through, switchTimeout, r)
+			return replies, 0, fmt.Errorf("no reply from %s within %s of the scale command; last: %s", want, switchTimeout, r)
 		}
 		time.Sleep(switchPoll)
 	}

@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { labtest.Main(m) }
 var podCIDRs = map[string]netip.Prefix{
 	member1: netip.MustParsePrefix("10.10.0.0/16"),
 	member2: netip.MustParsePrefix("10.12.0.0/16"),
+	member3: netip.MustParsePrefix("10.14.0.0/16"),
 }
 
 // seedsReply is the seeds' serve image's reply.
@@ -92,6 +93,55 @@ func TestDemo(t *testing.T) {
 	}
 	checkSwitch(t, "scaled to 0", res.Failover, res.FailoverAfter, member1, derived)
 	checkSwitch(t, "scaled back", res.Back, res.BackAfter, member2, local)
+
+	// Step 8: answers of endpoints, so every reply comes from the pod
+	// address DNS answered; member2's own at 3 pods, member3's alone
+	// below the minimum, then member1's, then member2's again.
+	for _, r := range res.Tuned {
+		checkPod(t, r, member2)
+	}
+	for _, sw := range []struct {
+		what    string
+		replies []Reply
+		after   time.Duration
+		to      string
+	}{{"member2 at 1", res.ToMember3, res.ToMember3After, member3}, {"member3 at 0", res.ToMember1, res.ToMember1After, member1}, {"member2 at 2", res.TunedBack, res.TunedBackAfter, member2}} {
+		checkPodSwitch(t, sw.what, sw.replies, sw.after, sw.to)
+	}
+	if !slices.Equal(res.TunedVIP, derived) {
+		t.Errorf("step 8: member2's VIP coredns-mcs answered %v below the minimum, want derived-serve's %v", res.TunedVIP, derived)
+	}
+}
+
+// checkPod checks that r is the seeds' reply from the pod of cluster at
+// the address DNS answered.
+func checkPod(t *testing.T, r Reply, cluster string) {
+	t.Helper()
+	m := seedsReply.FindStringSubmatch(r.Text)
+	if m == nil || m[1] != cluster || m[3] != r.Addr {
+		t.Errorf("reply %q from %s: want the pod of %s at that address", r.Text, r.Addr, cluster)
+	}
+}
+
+// checkPodSwitch checks a switch to cluster to, answered by endpoints: the
+// last reply is the first from to, and no reply came from a cluster after
+// to in the order of step 8 or from a third one before it.
+func checkPodSwitch(t *testing.T, what string, replies []Reply, after time.Duration, to string) {
+	t.Helper()
+	if len(replies) == 0 {
+		t.Errorf("%s: no reply", what)
+		return
+	}
+	checkPod(t, replies[len(replies)-1], to)
+	for _, r := range replies[:len(replies)-1] {
+		if r.Cluster == to {
+			t.Errorf("%s: reply %q before the switch to %s", what, r.Text, to)
+		}
+	}
+	if after <= 0 || after > 30*time.Second {
+		t.Errorf("%s: switched after %s, want a few seconds at most", what, after)
+	}
+	t.Logf("%s: %d replies, the first from %s after %s", what, len(replies), to, after)
 }
 
 // checkReply checks that r is the seeds' reply from a pod of cluster,

@@ -32,9 +32,13 @@ func (s *story) pidPath(name string) string { return filepath.Join(s.dir, "run",
 
 func corednsName(member string) string { return "coredns-mcs-" + member }
 
+// endpointsDNS is the second coredns-mcs of member2, answering endpoints,
+// which the step on LocalFirst's failover order asks.
+const endpointsDNS = "coredns-mcs-member2-endpoints"
+
 // processNames are the demo's processes, as named in their log and pid files.
 func processNames() []string {
-	names := []string{"mcs-controller"}
+	names := []string{"mcs-controller", endpointsDNS}
 	for _, m := range members {
 		names = append(names, corednsName(m))
 	}
@@ -107,14 +111,14 @@ func (s *story) startController(ctx context.Context) error {
 	return nil
 }
 
-// startCoreDNS runs bin/coredns-mcs for member with corefile/lab.Corefile
-// (answer endpoints: the lab routes no ClusterIP) on free loopback ports.
-func (s *story) startCoreDNS(ctx context.Context, member string) error {
-	name := corednsName(member)
+// startCoreDNS runs bin/coredns-mcs name for member with
+// corefile/lab.Corefile, answering answer (vip or endpoints), on free
+// loopback ports.
+func (s *story) startCoreDNS(ctx context.Context, name, member, answer string) (coredns, error) {
 	for attempt := 1; ; attempt++ {
 		ports, err := loopback.FreePorts(3)
 		if err != nil {
-			return err
+			return coredns{}, err
 		}
 		c := coredns{
 			dns:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
@@ -125,6 +129,7 @@ func (s *story) startCoreDNS(ctx context.Context, member string) error {
 		env := []string{
 			"MCS_KUBECONFIG=" + s.kubeconfig, "MCS_CONTEXT=" + member, "MCS_CLUSTER=" + member,
 			fmt.Sprintf("MCS_DNS_PORT=%d", ports[0]), fmt.Sprintf("MCS_READY_PORT=%d", ports[1]), fmt.Sprintf("MCS_METRICS_PORT=%d", ports[2]),
+			"MCS_ANSWER=" + answer,
 		}
 		bin, corefile := filepath.Join(s.root, "bin", "coredns-mcs"), filepath.Join(s.root, "corefile", "lab.Corefile")
 		cfg := process.CoreDNS(name, bin, corefile, c.log, env...)
@@ -134,18 +139,17 @@ func (s *story) startCoreDNS(ctx context.Context, member string) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return coredns{}, err
 		}
 		if err := p.WritePIDFile(s.pidPath(name)); err != nil {
 			_ = p.Stop(process.StopGrace)
-			return err
+			return coredns{}, err
 		}
 		fmt.Fprintf(s.w, "$ %s\n", s.line(append(env, bin, "-conf", corefile)...))
 		if err := p.WaitFor(ctx, readyTimeout, process.CoreDNSReady(c.dns, "http://"+c.ready+"/ready")); err != nil {
-			return err
+			return coredns{}, err
 		}
-		fmt.Fprintf(s.w, "coredns-mcs for %s ready: pid %d, DNS on %s, log %s\n", member, p.Pid(), c.dns, s.rel(c.log))
-		s.coredns[member] = c
-		return nil
+		fmt.Fprintf(s.w, "coredns-mcs for %s (answer %s) ready: pid %d, DNS on %s, log %s\n", member, answer, p.Pid(), c.dns, s.rel(c.log))
+		return c, nil
 	}
 }

@@ -32,6 +32,16 @@ type Result struct {
 	FailoverAfter    time.Duration
 	Back             []Reply // step 7: member2 scaled back, until the first reply from member2
 	BackAfter        time.Duration
+	// Step 8: member2 at 3 pods of at least 2, then at 1 (to member3,
+	// the first of the order), member3 at 0 (to member1), and back.
+	Tuned          []Reply
+	ToMember3      []Reply
+	ToMember3After time.Duration
+	TunedVIP       []string // member2's VIP coredns-mcs below the minimum
+	ToMember1      []Reply
+	ToMember1After time.Duration
+	TunedBack      []Reply
+	TunedBackAfter time.Duration
 }
 
 // story is one run of the demo.
@@ -48,6 +58,7 @@ type story struct {
 
 	servers *labnet.Servers // play serve's pods from step 5 on
 	stop    func()          // stops following the pods
+	via     resolver        // whom the client asks: member2's coredns-mcs
 
 	res Result
 }
@@ -100,6 +111,7 @@ func (s *story) play(ctx context.Context) (*Result, error) {
 		{"real requests from member2's node, through its kube-proxy", s.requestsFromMember2},
 		{"RemoteAndLocal: serve in member2 too, connections over both clusters", s.remoteAndLocal},
 		{"LocalFirst: member2's serve scaled to 0 and back", s.localFirst},
+		{"LocalFirst tuned: a minimum of ready local pods, and a failover order", s.localFirstTuned},
 		{"look around", s.lookAround},
 	}
 	for i, st := range steps {
@@ -146,22 +158,31 @@ func (s *story) start(ctx context.Context) error {
 	s.say("\nEach member gets the coredns-mcs that would replace its CoreDNS, here on loopback ports with")
 	s.say("corefile/lab.Corefile: the shipped member Corefile's mcs stanza (answer vip, the default) on loopback:")
 	for _, m := range members {
-		if err := s.startCoreDNS(ctx, m); err != nil {
+		c, err := s.startCoreDNS(ctx, corednsName(m), m, "vip")
+		if err != nil {
 			return err
 		}
+		s.coredns[m] = c
 	}
+	s.via = resolver{dns: s.coredns[member2].dns, port: servicePort}
 	return nil
 }
 
 func (s *story) serve(ctx context.Context) error {
-	s.say("serve runs in member1 only for now; what a previous run left in member2 goes first:")
-	if err := s.kubectl(ctx, "--context", member2, "-n", namespace, "delete", "deployment/serve", "service/serve", "--ignore-not-found"); err != nil {
+	s.say("serve runs in member1 only for now; what a previous run left in member2 and member3 goes first,")
+	s.say("and its MultiClusterService, which the later steps changed:")
+	if err := s.kubectl(ctx, "--context", hub, "-n", namespace, "delete", "multiclusterservice/serve", "--ignore-not-found"); err != nil {
 		return err
 	}
-	if err := s.waitFor(ctx, "member2 runs no serve pod", time.Minute, func(ctx context.Context) error {
-		return s.deploymentReady(ctx, member2, 0)
-	}); err != nil {
-		return err
+	for _, c := range []string{member2, member3} {
+		if err := s.kubectl(ctx, "--context", c, "-n", namespace, "delete", "deployment/serve", "service/serve", "--ignore-not-found"); err != nil {
+			return err
+		}
+		if err := s.waitFor(ctx, c+" runs no serve pod", time.Minute, func(ctx context.Context) error {
+			return s.deploymentReady(ctx, c, 0)
+		}); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(s.w)
 	if err := s.kubectl(ctx, "--context", member1, "apply", "-f", "test/demo/manifests/namespace.yaml", "-f", "test/demo/manifests/serve.yaml"); err != nil {
@@ -249,17 +270,17 @@ func (s *story) dns(ctx context.Context) error {
 		return err
 	}
 	s.say("\nThe native name answers derived-serve's ClusterIP (answer vip), whose endpoints are member1's pods:")
-	if err := s.dig(ctx, member2, nativeName); err != nil {
+	if err := s.dig(ctx, s.coredns[member2].dns, nativeName); err != nil {
 		return err
 	}
 	s.say("\nThe clusterset name answers the ServiceImport's IP, the same address (MCS API DNS spec):")
-	if err := s.dig(ctx, member2, clustersetName); err != nil {
+	if err := s.dig(ctx, s.coredns[member2].dns, clustersetName); err != nil {
 		return err
 	}
-	if s.res.NativeAnswer, err = s.lookup(ctx, member2, nativeName); err != nil {
+	if s.res.NativeAnswer, err = lookup(ctx, s.coredns[member2].dns, nativeName); err != nil {
 		return err
 	}
-	if s.res.ClusterSetAnswer, err = s.lookup(ctx, member2, clustersetName); err != nil {
+	if s.res.ClusterSetAnswer, err = lookup(ctx, s.coredns[member2].dns, clustersetName); err != nil {
 		return err
 	}
 	if !slices.Equal(s.res.ClusterSetAnswer, s.res.ServiceImportIPs) {
@@ -268,10 +289,10 @@ func (s *story) dns(ctx context.Context) error {
 	return nil
 }
 
-// answers is nil once member2's coredns-mcs answers name with exactly want.
+// answers is nil once the client's resolver answers name with exactly want.
 func (s *story) answers(name string, want []string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		got, err := s.lookup(ctx, member2, name)
+		got, err := lookup(ctx, s.via.dns, name)
 		if err != nil {
 			return err
 		}
@@ -282,9 +303,9 @@ func (s *story) answers(name string, want []string) func(context.Context) error 
 	}
 }
 
-// dig shows what member's coredns-mcs answers for name.
-func (s *story) dig(ctx context.Context, member, name string) error {
-	host, port, err := net.SplitHostPort(s.coredns[member].dns)
+// dig shows what the coredns-mcs at addr answers for name.
+func (s *story) dig(ctx context.Context, addr, name string) error {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
@@ -296,7 +317,10 @@ func (s *story) requestsFromMember2(ctx context.Context) error {
 	s.servers = labnet.NewServers(podPort)
 	follow, stop := context.WithCancel(ctx)
 	s.stop = stop
-	kube := map[string]kubernetes.Interface{member1: s.clusters.kube[member1], member2: s.clusters.kube[member2]}
+	kube := map[string]kubernetes.Interface{}
+	for _, m := range members {
+		kube[m] = s.clusters.kube[m]
+	}
 	if err := s.servers.Follow(follow, kube, namespace, podSelector); err != nil {
 		return err
 	}
@@ -420,7 +444,7 @@ func (s *story) localFirst(ctx context.Context) error {
 		return err
 	}
 	s.say("\nWhile member2 has a ready pod of its own, the native name answers member2's own Service's ClusterIP:")
-	if err := s.dig(ctx, member2, nativeName); err != nil {
+	if err := s.dig(ctx, s.coredns[member2].dns, nativeName); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.w)
@@ -432,7 +456,11 @@ func (s *story) localFirst(ctx context.Context) error {
 	s.say("\nmember2's serve scaled to 0: the moment member2 has no ready pod, the native name answers")
 	s.say("derived-serve's VIP, whose ready endpoints are member1's. Requests go on without pause; each change")
 	s.say("of the answer or of who replies is shown, timed from the scale command:")
-	if s.res.Failover, s.res.FailoverAfter, err = s.scaleMember2(ctx, 0, member1, api.DerivedPrefix+svcName); err != nil {
+	derived, err := s.clusterIPs(ctx, member2, api.DerivedPrefix+svcName)
+	if err != nil {
+		return err
+	}
+	if s.res.Failover, s.res.FailoverAfter, err = s.scale(ctx, member2, 0, member1, derived); err != nil {
 		return err
 	}
 	if n := failures(s.res.Failover); n > 0 {
@@ -440,7 +468,73 @@ func (s *story) localFirst(ctx context.Context) error {
 		s.say("    slices and kube-proxy's rules; a real pod keeps serving while it terminates)")
 	}
 	s.say("\nScaled back: local again as soon as a member2 pod is ready:")
-	s.res.Back, s.res.BackAfter, err = s.scaleMember2(ctx, 2, member2, svcName)
+	s.res.Back, s.res.BackAfter, err = s.scale(ctx, member2, 2, member2, local)
+	return err
+}
+
+func (s *story) localFirstTuned(ctx context.Context) error {
+	s.say("serve runs in member3 too, with one pod, and in member2 with three. The MultiClusterService keeps")
+	s.say("LocalFirst with a minimum of 2 ready local pods, and member3 then member1 to fail over to:")
+	if err := s.kubectl(ctx, "--context", member3, "apply", "-f", "test/demo/manifests/namespace.yaml", "-f", "test/demo/manifests/serve.yaml"); err != nil {
+		return err
+	}
+	for c, n := range map[string]string{member3: "1", member2: "3"} {
+		if err := s.kubectl(ctx, "--context", c, "-n", namespace, "scale", "deployment/serve", "--replicas="+n); err != nil {
+			return err
+		}
+	}
+	if err := s.kubectl(ctx, "--context", hub, "-n", namespace, "patch", "multiclusterservice", "serve", "--type", "merge", "-p",
+		`{"spec":{"serviceProvisionClusters":["member1","member2","member3"],"localFirst":{"minReadyEndpoints":2,"failoverOrder":["member3","member1"]}}}`); err != nil {
+		return err
+	}
+	for c, n := range map[string]int{member3: 1, member2: 3} {
+		if err := s.waitFor(ctx, c+"'s serve pods are ready", time.Minute, func(ctx context.Context) error { return s.deploymentReady(ctx, c, n) }); err != nil {
+			return err
+		}
+	}
+	if err := s.waitFor(ctx, "mcs-controller has converged", time.Minute, func(ctx context.Context) error {
+		return s.clusters.converged(ctx, api.LocalFirst, member1, member2, member3)
+	}); err != nil {
+		return err
+	}
+	s.say("\nA VIP answer cannot follow an order: derived-serve's VIP spreads over every provider. The order")
+	s.say("needs answers of pod addresses, so a second coredns-mcs for member2, with answer endpoints, answers")
+	s.say("this step's client, which then connects to the pod address itself (port %d):", podPort)
+	c, err := s.startCoreDNS(ctx, endpointsDNS, member2, "endpoints")
+	if err != nil {
+		return err
+	}
+	s.coredns[endpointsDNS] = c
+	vipDNS := s.via.dns
+	s.via = resolver{dns: c.dns, port: podPort}
+	local, err := s.clusters.readyIPs(ctx, member2)
+	if err != nil {
+		return err
+	}
+	if err := s.waitFor(ctx, "it answers member2's own pods", 30*time.Second, s.answers(nativeName, local)); err != nil {
+		return err
+	}
+	s.res.Tuned = s.requests(ctx, nativeName, time.Second, 200*time.Millisecond)
+	if err := allFrom(member2, s.res.Tuned); err != nil {
+		return err
+	}
+	s.say("\nmember2 scaled to 1, below the minimum: member3, first in the order, answers alone:")
+	if s.res.ToMember3, s.res.ToMember3After, err = s.scale(ctx, member2, 1, member3, nil); err != nil {
+		return err
+	}
+	s.say("\nmember2's own coredns-mcs (answer vip) applies the minimum too: derived-serve's VIP, not its own:")
+	if err := s.dig(ctx, vipDNS, nativeName); err != nil {
+		return err
+	}
+	if s.res.TunedVIP, err = lookup(ctx, vipDNS, nativeName); err != nil {
+		return err
+	}
+	s.say("\nmember3 scaled to 0: member1, next in the order:")
+	if s.res.ToMember1, s.res.ToMember1After, err = s.scale(ctx, member3, 0, member1, nil); err != nil {
+		return err
+	}
+	s.say("\nmember2 scaled to 2, the minimum: its own pods again:")
+	s.res.TunedBack, s.res.TunedBackAfter, err = s.scale(ctx, member2, 2, member2, nil)
 	return err
 }
 
@@ -458,6 +552,8 @@ func (s *story) lookAround(ctx context.Context) error {
 		_, port, _ := net.SplitHostPort(s.coredns[m].dns)
 		s.say("  dig @127.0.0.1 -p %s %s   # %s's coredns-mcs", port, nativeName, m)
 	}
+	_, port, _ := net.SplitHostPort(s.coredns[endpointsDNS].dns)
+	s.say("  dig @127.0.0.1 -p %s %s   # member2's second, answer endpoints", port, nativeName)
 	s.say("\nMetrics: mcs-controller http://%s/metrics", s.controllerHTTP)
 	for _, m := range members {
 		s.say("         coredns-mcs of %s http://%s/metrics", m, s.coredns[m].metrics)

@@ -6,11 +6,15 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -191,6 +195,56 @@ func TestLocalFirstThroughDNS(t *testing.T) {
 	l.Apply(t, m2, labtest.Deployment(ns, "foo", 1))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m2, ns, "foo", 1)...)))
 	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, local)))
+}
+
+// LocalFirst's policy through DNS: foo runs in all three members, member2
+// consumes it with a minimum of 2 ready local endpoints and the failover
+// order member3, member1. With 3 local pods member2 answers its own; scaled
+// to 1 it answers member3's pod (and the VIP turns to derived-foo's), with
+// member3 scaled to 0 member1's, and back at 2 its own again. The API
+// server refuses a failover cluster that is not a provision cluster.
+func TestLocalFirstPolicyThroughDNS(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t)
+	startController(t, ns)
+	vip, endpoints := member2DNS(t)
+	const m3 = labtest.Member3
+	l.Workload(t, m1, ns, "foo", 1, false)
+	l.Workload(t, m2, ns, "foo", 3, false)
+	l.Workload(t, m3, ns, "foo", 1, false)
+	mcs := labtest.MultiClusterService(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1, m2, m3}, []v1alpha1.ClusterName{m2})
+	mcs.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To[int32](2), FailoverOrder: []v1alpha1.ClusterName{m3, m1}}
+	l.Apply(t, labtest.Hub, mcs)
+
+	name := native("foo", ns)
+	local, derived := clusterIP(t, m2, ns, "foo"), clusterIP(t, m2, ns, api.DerivedPrefix+"foo")
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m2, ns, "foo", 3)...)))
+	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, local)))
+
+	l.Apply(t, m2, labtest.Deployment(ns, "foo", 1))
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m3, ns, "foo", 1)...)))
+	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, derived)))
+
+	l.Apply(t, m3, labtest.Deployment(ns, "foo", 0))
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m1, ns, "foo", 1)...)))
+
+	l.Apply(t, m2, labtest.Deployment(ns, "foo", 2))
+	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m2, ns, "foo", 2)...)))
+	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, local)))
+
+	bad := mcs.DeepCopy()
+	bad.Name, bad.Spec.ServiceProvisionClusters = "bar", []v1alpha1.ClusterName{m1}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
+	obj.SetKind("MultiClusterService")
+	_, err = l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+	if want := "spec.localFirst.failoverOrder may name provision clusters only"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating a MultiClusterService failing over to a cluster that does not provide: %v, want %q", err, want)
+	}
 }
 
 // The seeds' MCS API flow, through DNS: a ServiceExport of serve in member1

@@ -152,7 +152,7 @@ func (cfg config) write(path, labKubeconfig string, ports []int) (string, []stri
 	env := []string{
 		"MCS_KUBECONFIG=" + labKubeconfig, "MCS_CONTEXT=" + labtest.Member1, "MCS_CLUSTER=" + self,
 		fmt.Sprintf("MCS_READY_PORT=%d", ports[0]), fmt.Sprintf("MCS_METRICS_PORT=%d", ports[1]),
-		fmt.Sprintf("MCS_DNS_PORT=%d", ports[2]),
+		fmt.Sprintf("MCS_DNS_PORT=%d", ports[2]), "MCS_ANSWER=vip",
 	}
 	return string(b), env, os.WriteFile(path, b, 0o644)
 }
