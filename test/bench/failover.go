@@ -19,56 +19,82 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
-// The failover service: LocalFirst, its clusterset IP outside the blocks of
-// the other imports, one local and one remote endpoint.
-const (
-	failoverName  = "failover"
-	failoverSetIP = "10.31.255.1"
-	// failoverTimeout bounds one switch: far above the target, it only
-	// stops a run that would never see the answer change.
-	failoverTimeout = 10 * time.Second
-)
+// failoverCase is one LocalFirst service whose local endpoints the bench
+// makes not enough and enough again: its last local endpoint turns not
+// ready and ready. Its clusterset IP is outside the blocks of the other
+// imports; it has one remote endpoint.
+type failoverCase struct {
+	name     string
+	setIP    string
+	localIPs []string
+	remoteIP string
+	minReady string // the import's minimum annotation; "" for none
+}
+
+// failoverCases: LocalFirst as it was, one local endpoint; and with a
+// minimum of 2 ready local endpoints (spec.localFirst), two of them.
+var failoverCases = []failoverCase{
+	{name: "failover", setIP: "10.31.255.1", localIPs: []string{"10.31.255.3"}, remoteIP: "10.31.255.2"},
+	{name: "failover-min", setIP: "10.31.254.1", localIPs: []string{"10.31.254.3", "10.31.254.4"}, remoteIP: "10.31.254.2", minReady: "2"},
+}
+
+// failoverTimeout bounds one switch: far above the target, it only stops a
+// run that would never see the answer change.
+const failoverTimeout = 10 * time.Second
 
 // failoverResult is how long after the local slice's update the answer
 // switched, per switch.
 type failoverResult struct {
-	server     string // the process asked
+	fc         failoverCase
 	over, back []time.Duration
 }
 
-// measureFailover switches the failover service's one local endpoint
-// between not ready and ready -failovers times and measures, from the
-// moment the API server has accepted each update, how long until s answers
-// the new choice of LocalFirst: the clusterset IP, then the local ClusterIP
-// again. s is asked as fast as it answers.
-func measureFailover(ctx context.Context, o options, w *world, s *server) (failoverResult, error) {
-	var res failoverResult
-	clusterIP, err := w.ensureFailover(ctx)
+// measureFailovers measures every case.
+func measureFailovers(ctx context.Context, o options, w *world, s *server) ([]failoverResult, error) {
+	var out []failoverResult
+	for _, fc := range failoverCases {
+		res, err := measureFailover(ctx, o, w, s, fc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// measureFailover switches fc's last local endpoint between not ready and
+// ready -failovers times and measures, from the moment the API server has
+// accepted each update, how long until s answers the new choice of
+// LocalFirst: the clusterset IP, then the local ClusterIP again. s is asked
+// as fast as it answers.
+func measureFailover(ctx context.Context, o options, w *world, s *server, fc failoverCase) (failoverResult, error) {
+	res := failoverResult{fc: fc}
+	clusterIP, err := w.ensureFailover(ctx, fc)
 	if err != nil {
 		return res, err
 	}
-	name := fqdn(failoverName, o.namespace, "cluster.local")
+	name := fqdn(fc.name, o.namespace, "cluster.local")
 	c := &dns.Client{Timeout: time.Second}
 	if _, err := waitAnswer(ctx, c, s.addr(), name, clusterIP); err != nil {
-		return res, fmt.Errorf("failover: before the first switch: %w", err)
+		return res, fmt.Errorf("%s: before the first switch: %w", fc.name, err)
 	}
 	for range o.failovers {
 		for _, step := range []struct {
 			ready bool
 			want  string
 			into  *[]time.Duration
-		}{{false, failoverSetIP, &res.over}, {true, clusterIP, &res.back}} {
-			if err := w.setLocalReady(ctx, step.ready); err != nil {
+		}{{false, fc.setIP, &res.over}, {true, clusterIP, &res.back}} {
+			if err := w.setLocalReady(ctx, fc, step.ready); err != nil {
 				return res, err
 			}
 			took, err := waitAnswer(ctx, c, s.addr(), name, step.want)
 			if err != nil {
-				return res, fmt.Errorf("failover: local ready %t: %w", step.ready, err)
+				return res, fmt.Errorf("%s: last local endpoint ready %t: %w", fc.name, step.ready, err)
 			}
 			*step.into = append(*step.into, took)
 		}
 	}
-	log.Printf("failover through %s: p50 %s, p99 %s; back p50 %s, p99 %s", s.Name(),
+	log.Printf("%s through %s: p50 %s, p99 %s; back p50 %s, p99 %s", fc.name, s.Name(),
 		pct(res.over, 0.5), pct(res.over, 0.99), pct(res.back, 0.5), pct(res.back, 0.99))
 	return res, nil
 }
@@ -97,14 +123,14 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return percentile(sorted, p)
 }
 
-// ensureFailover writes the failover service's objects (or finds them) with
-// the local endpoint ready, and returns the Service's ClusterIP.
-func (w *world) ensureFailover(ctx context.Context) (string, error) {
+// ensureFailover writes fc's objects (or finds them) with every local
+// endpoint ready, and returns the Service's ClusterIP.
+func (w *world) ensureFailover(ctx context.Context, fc failoverCase) (string, error) {
 	ns := w.opts.namespace
-	ip, err := w.createService(ctx, failoverName)
+	ip, err := w.createService(ctx, fc.name)
 	if apierrors.IsAlreadyExists(err) {
 		var svc *corev1.Service
-		svc, err = w.kube.CoreV1().Services(ns).Get(ctx, failoverName, metav1.GetOptions{})
+		svc, err = w.kube.CoreV1().Services(ns).Get(ctx, fc.name, metav1.GetOptions{})
 		if err == nil {
 			ip = svc.Spec.ClusterIP
 		}
@@ -112,40 +138,47 @@ func (w *world) ensureFailover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	annotations := map[string]string{api.AnnotationStrategy: string(api.LocalFirst)}
+	if fc.minReady != "" {
+		annotations[api.AnnotationMinReadyEndpoints] = fc.minReady
+	}
 	imp := &mcsv1b1.ServiceImport{
-		ObjectMeta: metav1.ObjectMeta{Name: failoverName, Namespace: ns, Annotations: map[string]string{api.AnnotationStrategy: string(api.LocalFirst)}},
-		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, IPs: []string{failoverSetIP}, Ports: []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+		ObjectMeta: metav1.ObjectMeta{Name: fc.name, Namespace: ns, Annotations: annotations},
+		Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, IPs: []string{fc.setIP}, Ports: []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
 	}
 	if _, err := w.mcs.MulticlusterV1beta1().ServiceImports(ns).Create(ctx, imp, metav1.CreateOptions{}); ignoreExists(err) != nil {
-		return "", fmt.Errorf("creating serviceimport %s: %w", failoverName, err)
+		return "", fmt.Errorf("creating serviceimport %s: %w", fc.name, err)
 	}
-	remote := failoverSlice(ns, api.ImportedPrefix+clusterName(0)+"-"+failoverName, "10.31.255.2", true, map[string]string{
-		mcsv1b1.LabelServiceName:     failoverName,
+	remote := failoverSlice(ns, api.ImportedPrefix+clusterName(0)+"-"+fc.name, []string{fc.remoteIP}, 1, map[string]string{
+		mcsv1b1.LabelServiceName:     fc.name,
 		mcsv1b1.LabelSourceCluster:   clusterName(0),
-		discoveryv1.LabelServiceName: api.DerivedPrefix + failoverName,
+		discoveryv1.LabelServiceName: api.DerivedPrefix + fc.name,
 		discoveryv1.LabelManagedBy:   api.ManagedBy,
 	})
 	if _, err := w.kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, remote, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		return "", fmt.Errorf("creating endpointslice %s: %w", remote.Name, err)
 	}
-	if err := w.setLocalReady(ctx, true); err != nil {
+	if err := w.setLocalReady(ctx, fc, true); err != nil {
 		return "", err
 	}
 	return ip, nil
 }
 
-// localSliceName is the failover service's own slice, with the bench as
-// its manager so that kube-controller-manager leaves it alone.
-const localSliceName = failoverName + "-local"
-
-// setLocalReady writes the local slice with its endpoint ready or not.
-func (w *world) setLocalReady(ctx context.Context, ready bool) error {
+// setLocalReady writes fc's own slice, with the bench as its manager so
+// that kube-controller-manager leaves it alone, its last endpoint ready or
+// not and the others ready.
+func (w *world) setLocalReady(ctx context.Context, fc failoverCase, ready bool) error {
 	slices := w.kube.DiscoveryV1().EndpointSlices(w.opts.namespace)
-	s := failoverSlice(w.opts.namespace, localSliceName, "10.31.255.3", ready, map[string]string{
-		discoveryv1.LabelServiceName: failoverName,
+	name := fc.name + "-local"
+	nReady := len(fc.localIPs) - 1
+	if ready {
+		nReady++
+	}
+	s := failoverSlice(w.opts.namespace, name, fc.localIPs, nReady, map[string]string{
+		discoveryv1.LabelServiceName: fc.name,
 		discoveryv1.LabelManagedBy:   "bench.coredns-mcs.io",
 	})
-	cur, err := slices.Get(ctx, localSliceName, metav1.GetOptions{})
+	cur, err := slices.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = slices.Create(ctx, s, metav1.CreateOptions{})
@@ -154,16 +187,20 @@ func (w *world) setLocalReady(ctx context.Context, ready bool) error {
 		_, err = slices.Update(ctx, s, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("writing endpointslice %s: %w", localSliceName, err)
+		return fmt.Errorf("writing endpointslice %s: %w", name, err)
 	}
 	return nil
 }
 
-func failoverSlice(ns, name, ip string, ready bool, labels map[string]string) *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{
+// failoverSlice is a slice of ips, the first nReady of them ready.
+func failoverSlice(ns, name string, ips []string, nReady int, labels map[string]string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}},
 	}
+	for i, ip := range ips {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(i < nReady)}})
+	}
+	return s
 }

@@ -187,7 +187,7 @@ func measure(ctx context.Context, o options, w *world, servers *fleet, res *resu
 			return err
 		}
 	}
-	res.failover, err = measureFailover(ctx, o, w, procs["member"])
+	res.failover, err = measureFailovers(ctx, o, w, procs["member"])
 	return err
 }
 

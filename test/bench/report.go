@@ -22,7 +22,7 @@ type results struct {
 	objects  objectCounts
 	memory   memoryResult
 	dns      []*contest
-	failover failoverResult
+	failover []failoverResult
 }
 
 func (r *results) markdown() string {
@@ -51,9 +51,14 @@ func (r *results) summary(b *strings.Builder) {
 		row(b, c.name+": p99, max load", float64(meanP99(c.saturated[0])), float64(meanP99(c.saturated[1])), latency, atMost(c.maxP99))
 		row(b, fmt.Sprintf("%s: p99 at %d QPS (median of %d runs)", c.name, c.rate, len(c.fixed[0])), float64(medianP99(c.fixed[0])), float64(medianP99(c.fixed[1])), latency, atMost(c.maxP99))
 	}
-	f := r.failover
-	fmt.Fprintf(b, "| LocalFirst failover through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", len(f.over),
-		pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, benchreport.YesNo(pct(f.over, 0.99) <= maxFailoverP99))
+	for _, f := range r.failover {
+		what := "LocalFirst failover"
+		if f.fc.minReady != "" {
+			what += ", below a minimum of " + f.fc.minReady + " ready local endpoints,"
+		}
+		fmt.Fprintf(b, "| %s through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", what, len(f.over),
+			pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, benchreport.YesNo(pct(f.over, 0.99) <= maxFailoverP99))
+	}
 	m := r.memory
 	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, atMost(1))
 }
