@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // -logging-format=json
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
 	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client metrics
@@ -54,12 +56,15 @@ type flags struct {
 	showVersion                                            bool
 	allowExport                                            []string
 	exportNamespaces                                       map[string][]string
+	logging                                                *logsapi.LoggingConfiguration
 }
 
 func parseFlags() *flags {
-	f := &flags{exportNamespaces: map[string][]string{}}
+	f := &flags{exportNamespaces: map[string][]string{}, logging: logsapi.NewLoggingConfiguration()}
 	fs := flag.CommandLine
-	klog.InitFlags(fs)
+	// Kubernetes components' logging flags: -v, -vmodule, -logging-format
+	// (text, or json for log pipelines), -log-flush-frequency.
+	logsapi.AddGoFlags(f.logging, fs)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
 	fs.StringVar(&f.clustersKubeconfig, "clusters-kubeconfig", "", "kubeconfig whose contexts are the member clusters, each named after its context")
 	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig skips verifying the member's server (insecure-skip-tls-verify) or reaches it over http")
@@ -102,6 +107,10 @@ func main() {
 	if f.showVersion {
 		fmt.Println("mcs-controller", version)
 		return
+	}
+	if err := logsapi.ValidateAndApply(f.logging, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "mcs-controller:", err)
+		os.Exit(2)
 	}
 	if err := run(f); err != nil {
 		klog.ErrorS(err, "mcs-controller failed")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -76,6 +77,34 @@ func TestBadClustersKubeconfigFailsAtStart(t *testing.T) {
 	}
 	if n := requests.Load(); n > 0 {
 		t.Errorf("the hub got %d requests, want none", n)
+	}
+}
+
+// -logging-format=json makes every line a JSON object, as log pipelines
+// read Kubernetes components' logs: the same start failure as above ends
+// with an object whose message and error say what failed and the fix.
+func TestJSONLogs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "--logging-format=json",
+		"--kubeconfig", kubeconfigFile(t, "hub", "hub", "https://127.0.0.1:1"),
+		"--clusters-kubeconfig", kubeconfigFile(t, "members", "kubernetes-admin@kubernetes", "https://127.0.0.1:1"),
+		"--http-address", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), runMain+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("mcs-controller started with a bad --clusters-kubeconfig; stderr:\n%s", stderr.String())
+	}
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		last = nil
+		if err := json.Unmarshal([]byte(line), &last); err != nil {
+			t.Fatalf("a line that is not JSON: %q (%v)", line, err)
+		}
+	}
+	if last["msg"] != "mcs-controller failed" || !strings.Contains(fmt.Sprint(last["err"]), "config rename-context kubernetes-admin@kubernetes") {
+		t.Errorf("last line %v, want the failure and its fix", last)
 	}
 }
 
