@@ -4,7 +4,7 @@ GO ?= go
 # Short fuzz runs in `make test`; longer ones by hand: make test-fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
-.PHONY: all build images test test-unit test-fuzz test-lab demo bench generate
+.PHONY: all build images test test-unit test-fuzz test-lab demo demo-prereqs bench generate
 
 all: build
 
@@ -87,8 +87,12 @@ bench: build lab-up
 # The seeds' story on the lab (test/demo, README "Two commands"): starts
 # mcs-controller on the hub and a coredns-mcs per member, which keep running
 # afterwards until make lab-down; running it again replaces them.
-demo: build lab-up
+demo: demo-prereqs build lab-up
 	$(GO) run ./test/demo
+
+# Checked before make demo builds anything (test/demo/prereqs.sh).
+demo-prereqs:
+	@bash test/demo/prereqs.sh
 
 # The local lab (test/lab): four clusters of local processes on loopback.
 # lab-bins builds etcd, kube-apiserver, kube-controller-manager,

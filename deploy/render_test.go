@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -145,5 +146,29 @@ func TestMemberSecretExample(t *testing.T) {
 	if s.GetNamespace() != ns || s.GetLabels()[api.LabelCluster] != "member1" || data[api.KeyKubeconfig] == "" || len(data) != 1 {
 		t.Errorf("the example Secret is %s/%s labelled %v with keys %v; want it in %s, labelled %s=member1, with only the key %s",
 			s.GetNamespace(), s.GetName(), s.GetLabels(), slices.Collect(maps.Keys(data)), ns, api.LabelCluster, api.KeyKubeconfig)
+	}
+}
+
+// measuredRSS is the most CoreDNS has held at the scale README.md's
+// Performance measures (10,000 imported services × 3 clusters × 10
+// endpoints), across make bench runs.
+const measuredRSS = 226 << 20
+
+// The member overlays' CoreDNS memory limit holds that scale with room for
+// the Go heap's growth (half as much again), and is the one deploy/README.md
+// states.
+func TestCoreDNSMemoryLimit(t *testing.T) {
+	doc, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{"member1", "member2"} {
+		d := find(t, render(t, "overlays/"+member), "Deployment", "coredns")
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		limit, _, _ := unstructured.NestedString(containers[0].(map[string]any), "resources", "limits", "memory")
+		q, err := resource.ParseQuantity(limit)
+		if err != nil || q.Value() < measuredRSS*3/2 || !strings.Contains(string(doc), "memory limit of "+limit) {
+			t.Errorf("%s: CoreDNS memory limit %q (%v), want at least 1.5 × %d MiB, as deploy/README.md says", member, limit, err, measuredRSS>>20)
+		}
 	}
 }
