@@ -13,6 +13,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mcs-controller ./cmd/mcs-controller
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-mcs ./cmd/kubectl-mcs
 
 # OCI image archives of both programs, _output/images/<name>.oci.tar, built
 # without Docker on a base of their own (test/images, README "Images"). The

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/deploy/member"
+)
+
+// fieldManager owns what kubectl mcs applies (server-side apply).
+const fieldManager = "kubectl-mcs"
+
+// The controller's account in every member (deploy/member).
+const (
+	memberNamespace = "mcs-system"
+	serviceAccount  = "mcs-controller"
+)
+
+// hubOptions are the flags both subcommands share.
+type hubOptions struct {
+	flags      *genericclioptions.ConfigFlags
+	streams    genericiooptions.IOStreams
+	hubContext string
+}
+
+func (o *hubOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.hubContext, "hub-context", "", "kubeconfig context of the hub, where mcs-controller runs (default: the current context)")
+}
+
+// controllerNamespace is -n: the controller's namespace on the hub.
+func (o *hubOptions) controllerNamespace() string {
+	if ns := ptr.Deref(o.flags.Namespace, ""); ns != "" {
+		return ns
+	}
+	return memberNamespace
+}
+
+// hub is a client of the hub, from the same kubeconfig.
+func (o *hubOptions) hub() (kubernetes.Interface, error) {
+	hub := genericclioptions.NewConfigFlags(false)
+	hub.KubeConfig, hub.Context = o.flags.KubeConfig, &o.hubContext
+	cfg, err := hub.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the hub (--hub-context %q): %w", o.hubContext, err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+type joinOptions struct {
+	hubOptions
+	duration time.Duration
+	server   string
+}
+
+func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &joinOptions{hubOptions: hubOptions{flags: flags, streams: streams}}
+	cmd := &cobra.Command{
+		Use:   "join CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
+		Short: "Register a member cluster with mcs-controller, or renew its token",
+		Long: `join makes member cluster CLUSTER known to mcs-controller:
+  - in the member (--context): namespace mcs-system, the ServiceAccount mcs-controller and its RBAC,
+    exactly deploy/member's manifests;
+  - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
+  - on the hub (--hub-context), in the controller's namespace (-n, default mcs-system): the Secret
+    CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token.
+Run it again before the token expires to rotate it: the controller picks the new Secret up.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+	}
+	o.addFlags(cmd)
+	cmd.Flags().DurationVar(&o.duration, "duration", 30*24*time.Hour, "how long the token is valid")
+	cmd.Flags().StringVar(&o.server, "member-server", "", "the member's API server address as the hub's pods reach it (default: the --context's server)")
+	return cmd
+}
+
+func (o *joinOptions) run(ctx context.Context, cluster string) error {
+	if err := o.validate(cluster); err != nil {
+		return err
+	}
+	m, err := memberOf(o.flags)
+	if err != nil {
+		return err
+	}
+	for _, doc := range [][]byte{member.Namespace, member.ControllerRBAC} {
+		if err := m.each(doc, m.apply(ctx)); err != nil {
+			return fmt.Errorf("the member: %w", err)
+		}
+	}
+	kube, err := kubernetes.NewForConfig(m.cfg)
+	if err != nil {
+		return err
+	}
+	token, err := kube.CoreV1().ServiceAccounts(memberNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.duration.Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("the member: a token of %s/%s: %w", memberNamespace, serviceAccount, err)
+	}
+	kubeconfig, err := o.kubeconfig(cluster, token.Status.Token)
+	if err != nil {
+		return err
+	}
+	hub, err := o.hub()
+	if err != nil {
+		return err
+	}
+	if err := o.saveSecret(ctx, hub, cluster, kubeconfig); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.streams.Out, "%s joined: Secret %s/%s on the hub; its token expires %s (run join again before then to rotate it)\n",
+		cluster, o.controllerNamespace(), cluster, token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func (o *joinOptions) validate(cluster string) error {
+	if ptr.Deref(o.flags.Context, "") == "" {
+		return errors.New("--context names the member's kubeconfig context")
+	}
+	if o.duration < 10*time.Minute {
+		return fmt.Errorf("--duration %s: at least 10m (the API server refuses shorter tokens)", o.duration)
+	}
+	return validClusterName(cluster)
+}
+
+// kubeconfig is the member's kubeconfig for the controller: the --context's
+// server (or --member-server) and CA, and the token.
+func (o *joinOptions) kubeconfig(cluster, token string) ([]byte, error) {
+	raw, err := o.flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	kctx := raw.Contexts[*o.flags.Context]
+	if kctx == nil || raw.Clusters[kctx.Cluster] == nil {
+		return nil, fmt.Errorf("context %q has no cluster in the kubeconfig", *o.flags.Context)
+	}
+	c := raw.Clusters[kctx.Cluster]
+	if c.InsecureSkipTLSVerify {
+		return nil, fmt.Errorf("context %q skips verifying its server's certificate: the controller refuses such a member unless it runs with --allow-insecure-member-tls; give the kubeconfig the server's CA", *o.flags.Context)
+	}
+	ca := c.CertificateAuthorityData
+	if len(ca) == 0 && c.CertificateAuthority != "" {
+		if ca, err = os.ReadFile(c.CertificateAuthority); err != nil {
+			return nil, fmt.Errorf("context %q's certificate authority: %w", *o.flags.Context, err)
+		}
+	}
+	out := clientcmdapi.NewConfig()
+	out.Clusters[cluster] = &clientcmdapi.Cluster{Server: o.serverOf(c), CertificateAuthorityData: ca}
+	out.AuthInfos[serviceAccount] = &clientcmdapi.AuthInfo{Token: token}
+	out.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: serviceAccount}
+	out.CurrentContext = cluster
+	return clientcmd.Write(*out)
+}
+
+func (o *joinOptions) serverOf(c *clientcmdapi.Cluster) string {
+	if o.server != "" {
+		return o.server
+	}
+	return c.Server
+}
+
+// saveSecret creates or replaces the member Secret on the hub.
+func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte) error {
+	secret := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cluster, Namespace: o.controllerNamespace(),
+			Labels: map[string]string{api.LabelCluster: cluster},
+		},
+		Data: map[string][]byte{api.KeyKubeconfig: kubeconfig},
+	}
+	body, err := json.Marshal(secret)
+	if err != nil {
+		return err
+	}
+	_, err = hub.CoreV1().Secrets(secret.Namespace).Patch(ctx, cluster, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)})
+	if err != nil {
+		return fmt.Errorf("the hub: Secret %s/%s: %w", secret.Namespace, cluster, err)
+	}
+	return nil
+}
+
+type unjoinOptions struct{ hubOptions }
+
+func newUnjoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &unjoinOptions{hubOptions{flags: flags, streams: streams}}
+	cmd := &cobra.Command{
+		Use:   "unjoin CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
+		Short: "Take a member cluster's registration back",
+		Long: `unjoin reverses join: it deletes the hub's Secret CLUSTER (the controller stops syncing the member
+at once), then the ServiceAccount mcs-controller and its RBAC in the member (--context), which
+revokes every token join made. Namespace mcs-system stays: CoreDNS's Leases live there.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
+	if err := validClusterName(cluster); err != nil {
+		return err
+	}
+	hub, err := o.hub()
+	if err != nil {
+		return err
+	}
+	ns := o.controllerNamespace()
+	s, err := hub.CoreV1().Secrets(ns).Get(ctx, cluster, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("the hub: %w", err)
+	case s.Labels[api.LabelCluster] != cluster:
+		return fmt.Errorf("the hub's Secret %s/%s does not register member %s (label %s is %q): left alone", ns, cluster, cluster, api.LabelCluster, s.Labels[api.LabelCluster])
+	default:
+		if err := hub.CoreV1().Secrets(ns).Delete(ctx, cluster, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the hub: %w", err)
+		}
+	}
+	if err := o.removeAccess(ctx); err != nil {
+		return fmt.Errorf("the member: %w", err)
+	}
+	fmt.Fprintf(o.streams.Out, "%s unjoined: Secret %s/%s deleted on the hub, the controller's account deleted in the member\n", cluster, ns, cluster)
+	return nil
+}
+
+// removeAccess deletes deploy/member's controller RBAC in the member.
+func (o *unjoinOptions) removeAccess(ctx context.Context) error {
+	m, err := memberOf(o.flags)
+	if err != nil {
+		return err
+	}
+	return m.each(member.ControllerRBAC, func(r dynamic.ResourceInterface, u *unstructured.Unstructured) error {
+		if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// decode splits a multi-document manifest into objects.
+func decode(doc []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := d.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}

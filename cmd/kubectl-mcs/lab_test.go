@@ -1,0 +1,126 @@
+//go:build lab
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
+	"github.com/coredns-mcs/coredns-mcs/test/process"
+)
+
+func TestMain(m *testing.M) { labtest.Main(m) }
+
+// kubectlMCS runs kubectl mcs with args against the lab's kubeconfig and
+// returns what it printed.
+func kubectlMCS(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRoot(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+	root.SetArgs(append(args, "--kubeconfig", labtest.Get(t).Kubeconfig()))
+	err := root.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+// join registers member3 in one command: the Secret on the hub holds a
+// kubeconfig that authenticates as the controller's ServiceAccount in
+// member3, a running mcs-controller that reads member Secrets reaches
+// member3 with it, join again rotates the token, and unjoin takes it all
+// back: the Secret is gone and the token no longer authenticates.
+func TestJoinAndUnjoin(t *testing.T) {
+	l := labtest.Get(t)
+	ns := l.Namespace(t, labtest.Hub) // the controller's namespace on the hub
+	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns, "--duration", "1h"}
+	out, err := kubectlMCS(t, join...)
+	if err != nil || !strings.Contains(out, "member3 joined: Secret "+ns+"/member3 on the hub") {
+		t.Fatalf("join: %v\n%s", err, out)
+	}
+	first := memberToken(t, ns)
+	if who := whoAmI(t, first); who != "system:serviceaccount:mcs-system:mcs-controller" {
+		t.Errorf("the Secret's kubeconfig authenticates as %q, want the controller's ServiceAccount", who)
+	}
+
+	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"),
+		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--namespace", ns, "--watch-namespaces", ns, "--leader-elect=false", "--probe-interval", "1s")
+	labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
+		families, err := process.Scrape(ctx, "http://"+addr+"/metrics")
+		if err != nil {
+			return err
+		}
+		for _, m := range families["mcs_member_reachable"].GetMetric() {
+			if m.GetLabel()[0].GetValue() == labtest.Member3 && m.GetGauge().GetValue() == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("mcs_member_reachable: %v, want member3 reachable", families["mcs_member_reachable"])
+	})
+
+	if out, err := kubectlMCS(t, join...); err != nil {
+		t.Fatalf("join again: %v\n%s", err, out)
+	}
+	if memberToken(t, ns) == first {
+		t.Error("join again kept the token, want a new one (rotation)")
+	}
+
+	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns); err != nil {
+		t.Fatalf("unjoin: %v\n%s", err, out)
+	}
+	if _, err := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hub's Secret after unjoin: %v, want it gone", err)
+	}
+	labtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		if who := whoAmI(t, first); who != "" {
+			return fmt.Errorf("a token of join still authenticates as %q after unjoin", who)
+		}
+		return nil
+	})
+}
+
+// memberToken is the token in the kubeconfig of the hub's Secret member3.
+func memberToken(t *testing.T, ns string) string {
+	t.Helper()
+	s, err := labtest.Get(t).Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels[api.LabelCluster] != labtest.Member3 {
+		t.Errorf("Secret labels %v, want %s=member3", s.Labels, api.LabelCluster)
+	}
+	cfg, err := clientcmd.Load(s.Data[api.KeyKubeconfig])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].Token
+}
+
+// whoAmI is who token authenticates as in member3, or "" when it does not.
+func whoAmI(t *testing.T, token string) string {
+	t.Helper()
+	cfg := labtest.Get(t).Config(t, labtest.Member3)
+	cfg.BearerToken, cfg.BearerTokenFile = token, ""
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if apierrors.IsUnauthorized(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status.UserInfo.Username
+}

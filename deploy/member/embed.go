@@ -1,0 +1,17 @@
+// Package member embeds what kubectl mcs join applies to a member, so that
+// it is exactly what an operator applies with this kustomization.
+package member
+
+import _ "embed"
+
+// Namespace is mcs-system, where the controller's ServiceAccount lives and
+// its Leases are renewed.
+//
+//go:embed namespace.yaml
+var Namespace []byte
+
+// ControllerRBAC is the ServiceAccount mcs-controller and what it may do in
+// a member.
+//
+//go:embed controller-rbac.yaml
+var ControllerRBAC []byte
