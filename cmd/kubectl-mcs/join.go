@@ -22,6 +22,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -58,13 +59,22 @@ func (o *hubOptions) controllerNamespace() string {
 	return memberNamespace
 }
 
-// hub is a client of the hub, from the same kubeconfig.
-func (o *hubOptions) hub() (kubernetes.Interface, error) {
+// hubConfig reaches the hub, from the same kubeconfig.
+func (o *hubOptions) hubConfig() (*rest.Config, error) {
 	hub := genericclioptions.NewConfigFlags(false)
 	hub.KubeConfig, hub.Context = o.flags.KubeConfig, &o.hubContext
 	cfg, err := hub.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("the hub (--hub-context %q): %w", o.hubContext, err)
+	}
+	return cfg, nil
+}
+
+// hub is a client of the hub.
+func (o *hubOptions) hub() (kubernetes.Interface, error) {
+	cfg, err := o.hubConfig()
+	if err != nil {
+		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
 }

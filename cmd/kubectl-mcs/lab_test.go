@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
@@ -123,4 +126,65 @@ func whoAmI(t *testing.T, token string) string {
 		t.Fatal(err)
 	}
 	return r.Status.UserInfo.Username
+}
+
+// status shows a service as a user checks it by hand across clusters:
+// member1 provides foo with 2 ready pods, member2 imports it with
+// derived-foo's VIP, one imported slice current with its source and
+// member1's Lease fresh, and the MultiClusterService's conditions; after
+// a scale-up, the new count, still current.
+func TestStatus(t *testing.T) {
+	l := labtest.Get(t)
+	l.InstallCRDs(t)
+	ns := l.Namespace(t)
+	ctl := ns + "-mcs"
+	l.NamedNamespace(t, ctl, labtest.Hub)
+	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"), "--kubeconfig", l.KubeconfigOf(t, labtest.Hub),
+		"--clusters-kubeconfig", l.MembersKubeconfig(t), "--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false")
+	labtest.Eventually(t, time.Minute, process.HTTPOK("http://"+addr+"/readyz"))
+	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
+
+	for _, pods := range []int{2, 3} {
+		l.Apply(t, labtest.Member1, labtest.Deployment(ns, "foo", int32(pods)))
+		labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
+			out, err := kubectlMCS(t, "status", "foo", "-n", ns, "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			var r Report
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				return err
+			}
+			return statusSays(r, pods)
+		})
+	}
+	out, err := kubectlMCS(t, "status", "foo", "-n", ns, "--hub-context", labtest.Hub, "--members", "member1,member2")
+	if err != nil || !strings.Contains(out, "MEMBER") || !strings.Contains(out, "EndpointSliceApplied=True") {
+		t.Errorf("the table: %v\n%s", err, out)
+	}
+}
+
+// statusSays fails unless r is foo provided by member1 with pods ready
+// endpoints and imported by member2, current.
+func statusSays(r Report, pods int) error {
+	if len(r.Members) != 2 || r.MultiClusterService == nil {
+		return fmt.Errorf("report %+v", r)
+	}
+	m1, m2 := r.Members[0], r.Members[1]
+	switch {
+	case m1.Error != "" || m2.Error != "":
+		return fmt.Errorf("errors: %q %q", m1.Error, m2.Error)
+	case !m1.Service || m1.ReadyEndpoints != pods:
+		return fmt.Errorf("member1: service %t, %d ready, want %d", m1.Service, m1.ReadyEndpoints, pods)
+	case m2.Import == nil || len(m2.Import.IPs) == 0 || !slices.Equal(m2.Import.IPs, m2.DerivedVIPs) || !slices.Equal(m2.Import.Clusters, []string{labtest.Member1}):
+		return fmt.Errorf("member2: import %+v, derived VIPs %v", m2.Import, m2.DerivedVIPs)
+	case len(m2.Imported) != 1 || !m2.Imported[0].Current || m2.Imported[0].ReadyEndpoints != pods:
+		return fmt.Errorf("member2: imported %+v, want one current slice of %d", m2.Imported, pods)
+	case m2.LeaseAges[labtest.Member1] > 30:
+		return fmt.Errorf("member2: lease ages %v", m2.LeaseAges)
+	case !slices.ContainsFunc(r.MultiClusterService.Conditions, func(c string) bool { return strings.HasPrefix(c, "EndpointSliceApplied=True") }):
+		return fmt.Errorf("conditions %v", r.MultiClusterService.Conditions)
+	}
+	return nil
 }

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	mcsclientset "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+)
+
+type statusOptions struct {
+	hubOptions
+	members             []string
+	controllerNamespace string
+	output              string
+}
+
+func newStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &statusOptions{hubOptions: hubOptions{flags: flags, streams: streams}}
+	cmd := &cobra.Command{
+		Use:   "status SERVICE [-n NAMESPACE] [--hub-context HUB] [--members A,B]",
+		Short: "Show what every member holds of a multi-cluster service",
+		Long: `status shows, per member, what it holds of SERVICE (in -n's namespace): its Service and ready
+endpoints, its ServiceExport's conditions, its ServiceImport (strategy, VIPs, providers), derived-<svc>'s
+VIP, each imported EndpointSlice and whether it is current with its source (the source's generation),
+and the age of each provider's Lease there; and the hub's MultiClusterService with its conditions.
+Members are the hub's member Secrets (in --controller-namespace), or --members; each is reached with
+the kubeconfig context of its name.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+	}
+	o.addFlags(cmd)
+	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
+	cmd.Flags().StringVar(&o.controllerNamespace, "controller-namespace", memberNamespace, "the controller's namespace on the hub, of the member Secrets")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "json or yaml; a table without it")
+	return cmd
+}
+
+// Report is what status shows of one service.
+type Report struct {
+	Namespace           string            `json:"namespace"`
+	Service             string            `json:"service"`
+	MultiClusterService *HubReport        `json:"multiClusterService,omitempty"`
+	Members             []MemberReport    `json:"members"`
+	sources             map[string]source // by cluster: what imported slices are compared with
+}
+
+// HubReport is the hub's MultiClusterService of the service.
+type HubReport struct {
+	Strategy   string   `json:"strategy"`
+	Conditions []string `json:"conditions"` // Type=Status (Reason): message
+}
+
+// MemberReport is what one member holds of the service.
+type MemberReport struct {
+	Cluster        string          `json:"cluster"`
+	Error          string          `json:"error,omitempty"`
+	Service        bool            `json:"service"`
+	ReadyEndpoints int             `json:"readyEndpoints"`
+	Export         []string        `json:"export,omitempty"` // its conditions
+	Import         *ImportReport   `json:"import,omitempty"`
+	DerivedVIPs    []string        `json:"derivedVIPs,omitempty"`
+	Imported       []ImportedSlice `json:"imported,omitempty"`
+	LeaseAges      map[string]int  `json:"leaseAgeSeconds,omitempty"` // by provider
+}
+
+// ImportReport is a member's ServiceImport.
+type ImportReport struct {
+	Strategy string   `json:"strategy,omitempty"`
+	IPs      []string `json:"ips,omitempty"`
+	Clusters []string `json:"clusters"`
+}
+
+// ImportedSlice is one imported EndpointSlice.
+type ImportedSlice struct {
+	Name           string `json:"name"`
+	Source         string `json:"source"`
+	ReadyEndpoints int    `json:"readyEndpoints"`
+	Current        bool   `json:"current"` // its source-generation is the source slice's
+	generation     string // its source-generation annotation
+}
+
+// source is a provider's own slices of the service: generation by name.
+type source map[string]int64
+
+func (o *statusOptions) run(ctx context.Context, svc string) error {
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		return fmt.Errorf("-o %s: json or yaml", o.output)
+	}
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return err
+	}
+	r := &Report{Namespace: ns, Service: svc, sources: map[string]source{}}
+	if err := o.hubReport(ctx, r); err != nil {
+		return err
+	}
+	for _, m := range o.members {
+		r.Members = append(r.Members, r.member(ctx, o.flags, m))
+	}
+	r.markCurrent()
+	return o.print(r)
+}
+
+// hubReport reads the MultiClusterService, and the members unless --members.
+func (o *statusOptions) hubReport(ctx context.Context, r *Report) error {
+	cfg, err := o.hubConfig()
+	if err != nil {
+		return err
+	}
+	hub, err := mcsclientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	m, err := hub.McsV1alpha1().MultiClusterServices(r.Namespace).Get(ctx, r.Service, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("the hub: %w", err)
+	default:
+		r.MultiClusterService = &HubReport{Strategy: string(m.Spec.Strategy), Conditions: conditions(m.Status.Conditions)}
+	}
+	if len(o.members) > 0 {
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	secrets, err := kube.CoreV1().Secrets(o.controllerNamespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelCluster})
+	if err != nil {
+		return fmt.Errorf("the hub: member Secrets in %s: %w", o.controllerNamespace, err)
+	}
+	for _, s := range secrets.Items {
+		o.members = append(o.members, s.Labels[api.LabelCluster])
+	}
+	slices.Sort(o.members)
+	return nil
+}
+
+// member reads what cluster holds, through the context of its name.
+func (r *Report) member(ctx context.Context, flags *genericclioptions.ConfigFlags, cluster string) MemberReport {
+	out := MemberReport{Cluster: cluster}
+	c := genericclioptions.NewConfigFlags(false)
+	c.KubeConfig, c.Context = flags.KubeConfig, &cluster
+	cfg, err := c.ToRESTConfig()
+	if err != nil {
+		out.Error = fmt.Sprintf("no usable kubeconfig context %q: %v", cluster, err)
+		return out
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err == nil {
+		var mcs mcsclient.Interface
+		if mcs, err = mcsclient.NewForConfig(cfg); err == nil {
+			err = r.read(ctx, kube, mcs, &out)
+		}
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
+func (r *Report) read(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, out *MemberReport) error {
+	ns, name := r.Namespace, r.Service
+	if _, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		out.Service = true
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if d, err := kube.CoreV1().Services(ns).Get(ctx, api.DerivedPrefix+name, metav1.GetOptions{}); err == nil {
+		out.DerivedVIPs = d.Spec.ClusterIPs
+	}
+	own, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return err
+	}
+	src := source{}
+	for _, s := range own.Items {
+		src[s.Name] = s.Generation
+		out.ReadyEndpoints += ready(&s)
+	}
+	r.sources[out.Cluster] = src
+	imported, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: mcsv1b1.LabelServiceName + "=" + name})
+	if err != nil {
+		return err
+	}
+	for _, s := range imported.Items {
+		out.Imported = append(out.Imported, ImportedSlice{Name: s.Name, Source: s.Labels[mcsv1b1.LabelSourceCluster], ReadyEndpoints: ready(&s), generation: s.Annotations[api.AnnotationSourceGeneration]})
+	}
+	if e, err := mcs.MulticlusterV1beta1().ServiceExports(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		out.Export = conditions(e.Status.Conditions)
+	}
+	if i, err := mcs.MulticlusterV1beta1().ServiceImports(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		out.Import = &ImportReport{Strategy: i.Annotations[api.AnnotationStrategy], IPs: i.Spec.IPs}
+		for _, c := range i.Status.Clusters {
+			out.Import.Clusters = append(out.Import.Clusters, c.Cluster)
+		}
+		out.LeaseAges = leaseAges(ctx, kube, out.Import.Clusters)
+	}
+	return nil
+}
+
+// markCurrent compares each imported slice's source-generation with its
+// source's slice, once every member has been read.
+func (r *Report) markCurrent() {
+	for i := range r.Members {
+		for j := range r.Members[i].Imported {
+			s := &r.Members[i].Imported[j]
+			for name, gen := range r.sources[s.Source] {
+				if desired.ImportedName(s.Source, name) == s.Name {
+					s.Current = s.generation == strconv.FormatInt(gen, 10)
+				}
+			}
+		}
+	}
+}
+
+func ready(s *discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, e := range s.Endpoints {
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			n++
+		}
+	}
+	return n
+}
+
+// leaseAges are the seconds since each provider's Lease was renewed here.
+func leaseAges(ctx context.Context, kube kubernetes.Interface, providers []string) map[string]int {
+	out := map[string]int{}
+	for _, p := range providers {
+		l, err := kube.CoordinationV1().Leases(api.LeaseNamespace).Get(ctx, api.LeasePrefix+p, metav1.GetOptions{})
+		if err == nil && l.Spec.RenewTime != nil {
+			out[p] = int(time.Since(l.Spec.RenewTime.Time).Seconds())
+		}
+	}
+	return out
+}
+
+func conditions(cs []metav1.Condition) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return out
+}
+
+func (o *statusOptions) print(r *Report) error {
+	switch o.output {
+	case "json":
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(o.streams.Out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = o.streams.Out.Write(b)
+		return err
+	}
+	return r.table(o.streams.Out)
+}
+
+// table is the report for a person: one line per member, then each
+// member's imported slices and the conditions.
+func (r *Report) table(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "MEMBER\tSERVICE\tREADY\tIMPORT\tVIP\tPROVIDERS\tIMPORTED (CURRENT)\tLEASE AGES\n")
+	for _, m := range r.Members {
+		if m.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", m.Cluster, "error: "+m.Error)
+			continue
+		}
+		imp, vip, providers := "-", "-", "-"
+		if m.Import != nil {
+			imp, vip, providers = orDash(m.Import.Strategy), orDash(strings.Join(m.Import.IPs, ",")), strings.Join(m.Import.Clusters, ",")
+		}
+		current := 0
+		for _, s := range m.Imported {
+			if s.Current {
+				current++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%s\t%s\t%s\t%d (%d)\t%s\n", m.Cluster, m.Service, m.ReadyEndpoints, imp, vip, providers, len(m.Imported), current, ages(m.LeaseAges))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if h := r.MultiClusterService; h != nil {
+		fmt.Fprintf(w, "\nMultiClusterService %s/%s (%s):\n  %s\n", r.Namespace, r.Service, h.Strategy, strings.Join(h.Conditions, "\n  "))
+	}
+	for _, m := range r.Members {
+		if len(m.Export) > 0 {
+			fmt.Fprintf(w, "\nServiceExport in %s:\n  %s\n", m.Cluster, strings.Join(m.Export, "\n  "))
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ages(m map[string]int) string {
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %ds", p, m[p]))
+	}
+	return orDash(strings.Join(parts, ","))
+}
