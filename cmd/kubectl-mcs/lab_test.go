@@ -7,12 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -187,4 +190,68 @@ func statusSays(r Report, pods int) error {
 		return fmt.Errorf("conditions %v", r.MultiClusterService.Conditions)
 	}
 	return nil
+}
+
+// diagnose passes every check of a healthy service, and on a member whose
+// Corefile names it otherwise fails, saying so and how to fix it, with a
+// non-zero exit.
+func TestDiagnose(t *testing.T) {
+	l := labtest.Get(t)
+	l.InstallCRDs(t)
+	ns := l.Namespace(t)
+	ctl := ns + "-mcs"
+	l.NamedNamespace(t, ctl, labtest.Hub)
+	for _, m := range []string{labtest.Member1, labtest.Member2} {
+		join := []string{"join", m, "--context", m, "--hub-context", labtest.Hub, "-n", ctl}
+		if out, err := kubectlMCS(t, join...); err != nil { // the controller's RBAC in the member
+			t.Fatalf("join: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { _, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "-n", ctl) })
+		corefile(t, m, m)
+	}
+	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"), "--kubeconfig", l.KubeconfigOf(t, labtest.Hub),
+		"--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false")
+	labtest.Eventually(t, time.Minute, process.HTTPOK("http://"+addr+"/readyz"))
+	dnsAddr := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), labtest.Member2, time.Minute)
+	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
+
+	diagnose := []string{"diagnose", "foo", "-n", ns, "--hub-context", labtest.Hub, "--controller-namespace", ctl, "--dns", "member2=" + dnsAddr}
+	labtest.Eventually(t, time.Minute, func(context.Context) error {
+		if out, err := kubectlMCS(t, diagnose...); err != nil || !strings.Contains(out, "checks, 0 failed") {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		return nil
+	})
+
+	corefile(t, labtest.Member2, "member9")
+	out, err := kubectlMCS(t, diagnose...)
+	t.Logf("kubectl mcs %s:\n%s", strings.Join(diagnose, " "), out)
+	for _, want := range []string{"FAIL  member2: CoreDNS's Corefile names it member2: the mcs stanza says cluster member9", "fix: set `cluster member2` in the mcs stanza"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diagnose of a wrong Corefile: want %q in\n%s", want, out)
+		}
+	}
+	if err == nil {
+		t.Error("diagnose with a failed check succeeded, want an error (a non-zero exit)")
+	}
+}
+
+// corefile makes member's ConfigMap kube-system/coredns the shipped member
+// Corefile naming cluster, as deploy/overlays does, for the rest of the
+// test (the lab runs no CoreDNS of its own).
+func corefile(t *testing.T, member, cluster string) {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(labtest.Get(t).Root(), "corefile", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"},
+		Data:       map[string]string{"Corefile": strings.Replace(string(text), "cluster member1", "cluster "+cluster, 1)},
+	}
+	labtest.Get(t).Apply(t, member, cm)
+	t.Cleanup(func() {
+		_ = labtest.Get(t).Client(t, member).CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "coredns", metav1.DeleteOptions{})
+	})
 }

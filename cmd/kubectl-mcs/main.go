@@ -1,7 +1,7 @@
 // Command kubectl-mcs is the kubectl plugin of coredns-mcs (kubectl mcs):
 // join registers a member cluster with mcs-controller in one command, and
 // unjoin takes it back; status shows what every member holds of a
-// multi-cluster service. It reads kubeconfigs as kubectl does
+// multi-cluster service, and diagnose checks what it needs. It reads kubeconfigs as kubectl does
 // (--kubeconfig, --context, -n).
 package main
 
@@ -44,6 +44,6 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams))
+	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams), newDiagnose(flags, streams))
 	return root
 }
