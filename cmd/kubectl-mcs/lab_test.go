@@ -146,7 +146,7 @@ func TestStatus(t *testing.T) {
 		"--clusters-kubeconfig", l.MembersKubeconfig(t), "--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false")
 	labtest.Eventually(t, time.Minute, process.HTTPOK("http://"+addr+"/readyz"))
 	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
+	provide(t, ns)
 
 	for _, pods := range []int{2, 3} {
 		l.Apply(t, labtest.Member1, labtest.Deployment(ns, "foo", int32(pods)))
@@ -166,6 +166,45 @@ func TestStatus(t *testing.T) {
 	if err != nil || !strings.Contains(out, "MEMBER") || !strings.Contains(out, "EndpointSliceApplied=True") {
 		t.Errorf("the table: %v\n%s", err, out)
 	}
+
+	// Without a service: the fleet, its problems first. A
+	// MultiClusterService that names no member is one; foo is synced.
+	bad := labtest.MultiClusterService(ns, "bad", api.RemoteAndLocal, []v1alpha1.ClusterName{"member9"}, nil)
+	l.Apply(t, labtest.Hub, bad)
+	t.Cleanup(func() {
+		_ = l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Delete(context.Background(), "bad", metav1.DeleteOptions{})
+	})
+	labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
+		out, err := kubectlMCS(t, "status", "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		var r FleetReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			return err
+		}
+		return fleetSays(r, ns)
+	})
+}
+
+// fleetSays fails unless r reaches both members, counts ns/foo synced, and
+// puts ns/bad's unknown cluster among the problems, before any synced
+// service.
+func fleetSays(r FleetReport, ns string) error {
+	for _, m := range r.Members {
+		if m.Error != "" || m.Version == "" {
+			return fmt.Errorf("member %+v", m)
+		}
+	}
+	problem := slices.ContainsFunc(r.Problems, func(p string) bool {
+		return strings.HasPrefix(p, "MultiClusterService "+ns+"/bad:") && strings.Contains(p, `unknown cluster "member9"`)
+	})
+	foo := slices.IndexFunc(r.Services, func(s FleetService) bool { return s.Namespace == ns && s.Name == "foo" })
+	badAt := slices.IndexFunc(r.Services, func(s FleetService) bool { return s.Namespace == ns && s.Name == "bad" })
+	if !problem || foo < 0 || badAt < 0 || !r.Services[foo].Synced || badAt > foo {
+		return fmt.Errorf("problems %v, services %+v", r.Problems, r.Services)
+	}
+	return nil
 }
 
 // statusSays fails unless r is foo provided by member1 with pods ready
@@ -214,7 +253,7 @@ func TestDiagnose(t *testing.T) {
 	labtest.Eventually(t, time.Minute, process.HTTPOK("http://"+addr+"/readyz"))
 	dnsAddr := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), labtest.Member2, time.Minute)
 	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
+	provide(t, ns)
 
 	diagnose := []string{"diagnose", "foo", "-n", ns, "--hub-context", labtest.Hub, "--controller-namespace", ctl, "--dns", "member2=" + dnsAddr}
 	labtest.Eventually(t, time.Minute, func(context.Context) error {
@@ -253,5 +292,30 @@ func corefile(t *testing.T, member, cluster string) {
 	labtest.Get(t).Apply(t, member, cm)
 	t.Cleanup(func() {
 		_ = labtest.Get(t).Client(t, member).CoreV1().ConfigMaps("kube-system").Delete(context.Background(), "coredns", metav1.DeleteOptions{})
+	})
+}
+
+// provide makes a MultiClusterService provide foo from member1 to member2,
+// and deletes it when the test ends, while the controller still runs to
+// drop its finalizer (its cleanup was registered before this one).
+func provide(t *testing.T, ns string) {
+	t.Helper()
+	l := labtest.Get(t)
+	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
+	t.Cleanup(func() {
+		mcs := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := mcs.Delete(ctx, "foo", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the MultiClusterService: %v", err)
+			return
+		}
+		for ctx.Err() == nil {
+			if _, err := mcs.Get(ctx, "foo", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("the MultiClusterService is still there: did the controller drop its finalizer?")
 	})
 }

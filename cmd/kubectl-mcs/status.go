@@ -38,16 +38,28 @@ type statusOptions struct {
 func newStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &statusOptions{hubOptions: hubOptions{flags: flags, streams: streams}}
 	cmd := &cobra.Command{
-		Use:   "status SERVICE [-n NAMESPACE] [--hub-context HUB] [--members A,B]",
+		Use:   "status [SERVICE] [-n NAMESPACE] [--hub-context HUB] [--members A,B]",
 		Short: "Show what every member holds of a multi-cluster service",
 		Long: `status shows, per member, what it holds of SERVICE (in -n's namespace): its Service and ready
 endpoints, its ServiceExport's conditions, its ServiceImport (strategy, VIPs, providers), derived-<svc>'s
 VIP, each imported EndpointSlice and whether it is current with its source (the source's generation),
 and the age of each provider's Lease there; and the hub's MultiClusterService with its conditions.
 Members are the hub's member Secrets (in --controller-namespace), or --members; each is reached with
-the kubeconfig context of its name.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+the kubeconfig context of its name.
+
+Without SERVICE, a summary of the fleet: the problems first (members that cannot be reached, and
+MultiClusterServices, of every namespace, with a condition that is not True at their generation),
+then every member and every MultiClusterService.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.output != "" && o.output != "json" && o.output != "yaml" {
+				return fmt.Errorf("-o %s: json or yaml", o.output)
+			}
+			if len(args) == 0 {
+				return o.fleet(cmd.Context())
+			}
+			return o.run(cmd.Context(), args[0])
+		},
 	}
 	o.addFlags(cmd)
 	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
@@ -104,9 +116,6 @@ type ImportedSlice struct {
 type source map[string]int64
 
 func (o *statusOptions) run(ctx context.Context, svc string) error {
-	if o.output != "" && o.output != "json" && o.output != "yaml" {
-		return fmt.Errorf("-o %s: json or yaml", o.output)
-	}
 	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return err
@@ -122,7 +131,7 @@ func (o *statusOptions) run(ctx context.Context, svc string) error {
 	return o.print(r)
 }
 
-// hubReport reads the MultiClusterService, and the members unless --members.
+// hubReport reads the MultiClusterService, and finds the members.
 func (o *statusOptions) hubReport(ctx context.Context, r *Report) error {
 	cfg, err := o.hubConfig()
 	if err != nil {
@@ -140,8 +149,17 @@ func (o *statusOptions) hubReport(ctx context.Context, r *Report) error {
 	default:
 		r.MultiClusterService = &HubReport{Strategy: string(m.Spec.Strategy), Conditions: conditions(m.Status.Conditions)}
 	}
+	return o.findMembers(ctx)
+}
+
+// findMembers are the hub's member Secrets' clusters, unless --members.
+func (o *statusOptions) findMembers(ctx context.Context) error {
 	if len(o.members) > 0 {
 		return nil
+	}
+	cfg, err := o.hubConfig()
+	if err != nil {
+		return err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -267,23 +285,27 @@ func conditions(cs []metav1.Condition) []string {
 }
 
 func (o *statusOptions) print(r *Report) error {
-	switch o.output {
-	case "json":
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(o.streams.Out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = o.streams.Out.Write(b)
-		return err
+	if o.output != "" {
+		return o.encode(r)
 	}
 	return r.table(o.streams.Out)
+}
+
+// encode writes v as -o says: json or yaml.
+func (o *statusOptions) encode(v any) error {
+	var b []byte
+	var err error
+	if o.output == "yaml" {
+		b, err = yaml.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, "", "  ")
+		b = append(b, '\n')
+	}
+	if err != nil {
+		return err
+	}
+	_, err = o.streams.Out.Write(b)
+	return err
 }
 
 // table is the report for a person: one line per member, then each
