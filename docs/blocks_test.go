@@ -193,7 +193,7 @@ func TestBlocksAreWellFormed(t *testing.T) {
 }
 
 // kubectlWrite is a kubectl command line that writes.
-var kubectlWrite = regexp.MustCompile(`^kubectl\s.*\s(apply|create|delete|patch|label|annotate|scale|replace)\s`)
+var kubectlWrite = regexp.MustCompile(`^kubectl\s.*\s(apply|create|delete|patch|label|annotate|scale|replace|join|unjoin)\s`)
 
 // dryRun adds --dry-run=server to every line of a dry-run block.
 func dryRun(script string) (string, error) {

@@ -122,6 +122,9 @@ func newPage(t *testing.T, ns, dnsAddr string) *pageRun {
 	}
 	bin := filepath.Join(tmp, "bin")
 	script(t, bin, "kubectl", fmt.Sprintf("exec %q \"$@\"\n", kubectl))
+	// kubectl finds its plugin kubectl-mcs on the PATH, as a reader's does.
+	plugin := l.Binary(t, "kubectl-mcs")
+	script(t, bin, "kubectl-mcs", fmt.Sprintf("exec %q \"$@\"\n", plugin))
 	host, port, err := net.SplitHostPort(dnsAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +137,7 @@ func newPage(t *testing.T, ns, dnsAddr string) *pageRun {
 	// means a subcommand was misspelt. Nothing else is on the PATH, and
 	// bash lets commands it does not find pass.
 	check := filepath.Join(tmp, "fleet")
+	script(t, check, "kubectl-mcs", fmt.Sprintf("exec %q \"$@\"\n", plugin))
 	script(t, check, "kubectl", fmt.Sprintf(`out=$(%q "$@" --help 2>&1) || { echo "kubectl $*: $out" >&2; exit 1; }
 if [[ $out == *$'\n'"Available Commands:"* ]]; then echo "kubectl $*: not a command kubectl knows" >&2; exit 1; fi
 `, kubectl))

@@ -66,13 +66,13 @@ func (m *memberClients) each(doc []byte, f func(dynamic.ResourceInterface, *unst
 
 // apply server-side applies an object, as kubectl apply --server-side
 // does, taking over fields another manager set.
-func (m *memberClients) apply(ctx context.Context) func(dynamic.ResourceInterface, *unstructured.Unstructured) error {
+func (m *memberClients) apply(ctx context.Context, dryRun []string) func(dynamic.ResourceInterface, *unstructured.Unstructured) error {
 	return func(r dynamic.ResourceInterface, u *unstructured.Unstructured) error {
 		body, err := json.Marshal(u)
 		if err != nil {
 			return err
 		}
-		if _, err := r.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}); err != nil {
+		if _, err := r.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true), DryRun: dryRun}); err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		return nil

@@ -40,7 +40,7 @@ const (
 	serviceAccount  = "mcs-controller"
 )
 
-// hubOptions are the flags both subcommands share.
+// hubOptions are the flags the subcommands share.
 type hubOptions struct {
 	flags      *genericclioptions.ConfigFlags
 	streams    genericiooptions.IOStreams
@@ -49,6 +49,28 @@ type hubOptions struct {
 
 func (o *hubOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.hubContext, "hub-context", "", "kubeconfig context of the hub, where mcs-controller runs (default: the current context)")
+}
+
+// writeOptions are those of the subcommands that write.
+type writeOptions struct {
+	hubOptions
+	dryRun string
+}
+
+func (o *writeOptions) addFlags(cmd *cobra.Command) {
+	o.hubOptions.addFlags(cmd)
+	cmd.Flags().StringVar(&o.dryRun, "dry-run", "none", `"server": the API servers check every write and keep none, as kubectl's --dry-run=server`)
+}
+
+// dryRunAll is the writes' dryRun option: nil, or All with --dry-run=server.
+func (o *writeOptions) dryRunAll() ([]string, error) {
+	switch o.dryRun {
+	case "none", "":
+		return nil, nil
+	case "server":
+		return []string{metav1.DryRunAll}, nil
+	}
+	return nil, fmt.Errorf("--dry-run=%s: none or server", o.dryRun)
 }
 
 // controllerNamespace is -n: the controller's namespace on the hub.
@@ -80,13 +102,13 @@ func (o *hubOptions) hub() (kubernetes.Interface, error) {
 }
 
 type joinOptions struct {
-	hubOptions
+	writeOptions
 	duration time.Duration
 	server   string
 }
 
 func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &joinOptions{hubOptions: hubOptions{flags: flags, streams: streams}}
+	o := &joinOptions{writeOptions: writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
 	cmd := &cobra.Command{
 		Use:   "join CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
 		Short: "Register a member cluster with mcs-controller, or renew its token",
@@ -110,24 +132,22 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err := o.validate(cluster); err != nil {
 		return err
 	}
+	dryRun, err := o.dryRunAll()
+	if err != nil {
+		return err
+	}
 	m, err := memberOf(o.flags)
 	if err != nil {
 		return err
 	}
 	for _, doc := range [][]byte{member.Namespace, member.ControllerRBAC} {
-		if err := m.each(doc, m.apply(ctx)); err != nil {
+		if err := m.each(doc, m.apply(ctx, dryRun)); err != nil {
 			return fmt.Errorf("the member: %w", err)
 		}
 	}
-	kube, err := kubernetes.NewForConfig(m.cfg)
+	token, err := o.token(ctx, m, dryRun)
 	if err != nil {
 		return err
-	}
-	token, err := kube.CoreV1().ServiceAccounts(memberNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.duration.Seconds()))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("the member: a token of %s/%s: %w", memberNamespace, serviceAccount, err)
 	}
 	kubeconfig, err := o.kubeconfig(cluster, token.Status.Token)
 	if err != nil {
@@ -137,12 +157,35 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	if err := o.saveSecret(ctx, hub, cluster, kubeconfig); err != nil {
+	if err := o.saveSecret(ctx, hub, cluster, kubeconfig, dryRun); err != nil {
 		return err
+	}
+	if dryRun != nil {
+		fmt.Fprintf(o.streams.Out, "%s would join: the member and the hub accept every write (dry run)\n", cluster)
+		return nil
 	}
 	fmt.Fprintf(o.streams.Out, "%s joined: Secret %s/%s on the hub; its token expires %s (run join again before then to rotate it)\n",
 		cluster, o.controllerNamespace(), cluster, token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// token is a token of the controller's ServiceAccount; none in a dry run,
+// where the account may not exist.
+func (o *joinOptions) token(ctx context.Context, m *memberClients, dryRun []string) (*authenticationv1.TokenRequest, error) {
+	if dryRun != nil {
+		return &authenticationv1.TokenRequest{}, nil
+	}
+	kube, err := kubernetes.NewForConfig(m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	token, err := kube.CoreV1().ServiceAccounts(memberNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.duration.Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the member: a token of %s/%s: %w", memberNamespace, serviceAccount, err)
+	}
+	return token, nil
 }
 
 func (o *joinOptions) validate(cluster string) error {
@@ -192,7 +235,7 @@ func (o *joinOptions) serverOf(c *clientcmdapi.Cluster) string {
 }
 
 // saveSecret creates or replaces the member Secret on the hub.
-func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte) error {
+func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte, dryRun []string) error {
 	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -206,17 +249,17 @@ func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, 
 		return err
 	}
 	_, err = hub.CoreV1().Secrets(secret.Namespace).Patch(ctx, cluster, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)})
+		metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true), DryRun: dryRun})
 	if err != nil {
 		return fmt.Errorf("the hub: Secret %s/%s: %w", secret.Namespace, cluster, err)
 	}
 	return nil
 }
 
-type unjoinOptions struct{ hubOptions }
+type unjoinOptions struct{ writeOptions }
 
 func newUnjoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &unjoinOptions{hubOptions{flags: flags, streams: streams}}
+	o := &unjoinOptions{writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
 	cmd := &cobra.Command{
 		Use:   "unjoin CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
 		Short: "Take a member cluster's registration back",
@@ -234,6 +277,10 @@ func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
 	if err := validClusterName(cluster); err != nil {
 		return err
 	}
+	dryRun, err := o.dryRunAll()
+	if err != nil {
+		return err
+	}
 	hub, err := o.hub()
 	if err != nil {
 		return err
@@ -247,25 +294,29 @@ func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
 	case s.Labels[api.LabelCluster] != cluster:
 		return fmt.Errorf("the hub's Secret %s/%s does not register member %s (label %s is %q): left alone", ns, cluster, cluster, api.LabelCluster, s.Labels[api.LabelCluster])
 	default:
-		if err := hub.CoreV1().Secrets(ns).Delete(ctx, cluster, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}}); err != nil && !apierrors.IsNotFound(err) {
+		if err := hub.CoreV1().Secrets(ns).Delete(ctx, cluster, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}, DryRun: dryRun}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the hub: %w", err)
 		}
 	}
-	if err := o.removeAccess(ctx); err != nil {
+	if err := o.removeAccess(ctx, dryRun); err != nil {
 		return fmt.Errorf("the member: %w", err)
+	}
+	if dryRun != nil {
+		fmt.Fprintf(o.streams.Out, "%s would unjoin: the member and the hub accept every delete (dry run)\n", cluster)
+		return nil
 	}
 	fmt.Fprintf(o.streams.Out, "%s unjoined: Secret %s/%s deleted on the hub, the controller's account deleted in the member\n", cluster, ns, cluster)
 	return nil
 }
 
 // removeAccess deletes deploy/member's controller RBAC in the member.
-func (o *unjoinOptions) removeAccess(ctx context.Context) error {
+func (o *unjoinOptions) removeAccess(ctx context.Context, dryRun []string) error {
 	m, err := memberOf(o.flags)
 	if err != nil {
 		return err
 	}
 	return m.each(member.ControllerRBAC, func(r dynamic.ResourceInterface, u *unstructured.Unstructured) error {
-		if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{DryRun: dryRun}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		return nil

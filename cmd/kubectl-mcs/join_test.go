@@ -44,7 +44,7 @@ current-context: ctx-a
 	} {
 		flags := genericclioptions.NewConfigFlags(false)
 		flags.KubeConfig, flags.Context = &user, &tc.context
-		o := &joinOptions{hubOptions: hubOptions{flags: flags}, server: tc.server}
+		o := &joinOptions{writeOptions: writeOptions{hubOptions: hubOptions{flags: flags}}, server: tc.server}
 		b, err := o.kubeconfig("member9", "the-token")
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

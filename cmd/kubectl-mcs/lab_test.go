@@ -50,7 +50,11 @@ func TestJoinAndUnjoin(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub) // the controller's namespace on the hub
 	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns, "--duration", "1h"}
-	out, err := kubectlMCS(t, join...)
+	out, err := kubectlMCS(t, append(join, "--dry-run=server")...)
+	if _, getErr := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{}); err != nil || !apierrors.IsNotFound(getErr) {
+		t.Fatalf("join --dry-run=server: %v, the Secret: %v (want none)\n%s", err, getErr, out)
+	}
+	out, err = kubectlMCS(t, join...)
 	if err != nil || !strings.Contains(out, "member3 joined: Secret "+ns+"/member3 on the hub") {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
