@@ -92,3 +92,18 @@ func TestOverlaysApplyToTheLab(t *testing.T) {
 		})
 	}
 }
+
+// The opt-in components' objects are accepted by the API servers of the
+// clusters they are for, as the overlays' are (TestOverlaysApplyToTheLab).
+func TestComponentsApplyToTheLab(t *testing.T) {
+	for _, o := range withComponents {
+		t.Run(o.dir, func(t *testing.T) {
+			a := newApplier(t, o.cluster)
+			for _, u := range render(t, o.dir) {
+				if err := a.apply(t.Context(), u, true); err != nil {
+					t.Errorf("%s to %s: %v", o.dir, o.cluster, err)
+				}
+			}
+		})
+	}
+}

@@ -1,4 +1,5 @@
-// The operations kit of the overlays: disruption budgets and spread.
+// The operations kit of the overlays and components: disruption budgets,
+// spread and the NetworkPolicy.
 
 package deploy_test
 
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+// withComponents are the examples that add deploy/components to an overlay,
+// and the lab cluster that plays the cluster each is for.
+var withComponents = []overlay{
+	{"examples/hub-with-components", "hub"},
+}
 
 // typed finds the rendered object of that kind and name and converts it.
 func typed[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
@@ -77,5 +85,76 @@ func TestControllerSpread(t *testing.T) {
 	slices.Sort(keys)
 	if want := []string{corev1.LabelHostname, corev1.LabelTopologyZone}; !slices.Equal(keys, want) {
 		t.Errorf("spread over %v, want %v", keys, want)
+	}
+}
+
+// port is a protocol and a port as a NetworkPolicy names it.
+type port struct {
+	protocol corev1.Protocol
+	port     string
+}
+
+// ports are the ports of a NetworkPolicy rule, with the API's defaults:
+// TCP, and every port.
+func ports(ps []networkingv1.NetworkPolicyPort) []port {
+	var out []port
+	for _, p := range ps {
+		pp := port{corev1.ProtocolTCP, "every port"}
+		if p.Protocol != nil {
+			pp.protocol = *p.Protocol
+		}
+		if p.Port != nil {
+			pp.port = p.Port.String()
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// The controller's NetworkPolicy: in, only its HTTP port (metrics and
+// probes); out, only API servers (ports 443 and 6443, anywhere: members are
+// outside the cluster) and the cluster's DNS pods.
+func TestControllerNetworkPolicy(t *testing.T) {
+	objs := render(t, "examples/hub-with-components")
+	d := typed[appsv1.Deployment](t, objs, "Deployment", "mcs-controller")
+	np := typed[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "mcs-controller")
+	if np.GetNamespace() != d.GetNamespace() || !selects(t, &np.Spec.PodSelector, d.Spec.Template.Labels) {
+		t.Fatalf("the NetworkPolicy %s/%s selects %v, not the controller's pods", np.GetNamespace(), np.GetName(), np.Spec.PodSelector)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policy types %v, want both: the policy must restrict what comes in and what goes out", np.Spec.PolicyTypes)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	probed := []string{c.LivenessProbe.HTTPGet.Port.String(), c.ReadinessProbe.HTTPGet.Port.String()}
+	metrics := find(t, objs, "Service", "mcs-controller-metrics")
+	target, _, _ := unstructured.NestedSlice(metrics.Object, "spec", "ports")
+	served := append(probed, target[0].(map[string]any)["targetPort"].(string))
+	in := np.Spec.Ingress
+	if len(in) != 1 {
+		t.Fatalf("%d ingress rules, want one: metrics and probes", len(in))
+	}
+	if in[0].From != nil || !slices.Equal(ports(in[0].Ports), []port{{corev1.ProtocolTCP, "http"}}) ||
+		slices.ContainsFunc(served, func(p string) bool { return p != "http" }) {
+		t.Errorf("ingress from %v to %v; want from anywhere to the port named http alone, which the probes and the metrics Service use (%v)",
+			in[0].From, ports(in[0].Ports), served)
+	}
+	dns := typed[appsv1.Deployment](t, render(t, "coredns-kubeadm"), "Deployment", "coredns")
+	var apiServers, toDNS []port
+	for _, rule := range np.Spec.Egress {
+		switch {
+		case rule.To == nil:
+			apiServers = append(apiServers, ports(rule.Ports)...)
+		case len(rule.To) == 1 && selects(t, rule.To[0].NamespaceSelector, map[string]string{corev1.LabelMetadataName: dns.GetNamespace()}) &&
+			selects(t, rule.To[0].PodSelector, dns.Spec.Template.Labels):
+			toDNS = append(toDNS, ports(rule.Ports)...)
+		default:
+			t.Errorf("egress to %v: neither any API server nor the cluster's DNS pods", rule.To)
+		}
+	}
+	if want := []port{{corev1.ProtocolTCP, "443"}, {corev1.ProtocolTCP, "6443"}}; !slices.Equal(apiServers, want) {
+		t.Errorf("egress to any address on %v, want exactly the API servers' ports %v", apiServers, want)
+	}
+	if want := []port{{corev1.ProtocolUDP, "53"}, {corev1.ProtocolTCP, "53"}}; !slices.Equal(toDNS, want) {
+		t.Errorf("egress to the DNS pods on %v, want %v", toDNS, want)
 	}
 }
