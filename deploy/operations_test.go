@@ -1,5 +1,5 @@
 // The operations kit of the overlays and components: disruption budgets,
-// spread and the NetworkPolicy.
+// spread, the NetworkPolicy, and what the monitors select.
 
 package deploy_test
 
@@ -19,10 +19,17 @@ import (
 )
 
 // withComponents are the examples that add deploy/components to an overlay,
-// and the lab cluster that plays the cluster each is for.
+// and the lab cluster that plays the cluster each is for. They are not
+// among overlays: the monitoring components need the Prometheus Operator's
+// CRDs, which the lab does not have.
 var withComponents = []overlay{
 	{"examples/hub-with-components", "hub"},
+	{"examples/member1-with-components", "member1"},
 }
+
+// prometheusOperator is the API group of ServiceMonitor, PodMonitor and
+// PrometheusRule.
+const prometheusOperator = "monitoring.coreos.com"
 
 // typed finds the rendered object of that kind and name and converts it.
 func typed[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
@@ -42,6 +49,18 @@ func selects(t *testing.T, sel *metav1.LabelSelector, set map[string]string) boo
 		t.Fatal(err)
 	}
 	return !s.Empty() && s.Matches(labels.Set(set))
+}
+
+// Applying a base overlay needs no Prometheus Operator: its kinds come
+// only with the opt-in components.
+func TestBaseOverlaysNeedNoPrometheusOperator(t *testing.T) {
+	for _, o := range overlays {
+		for _, u := range render(t, o.dir) {
+			if u.GroupVersionKind().Group == prometheusOperator {
+				t.Errorf("%s renders %s %s, which needs the Prometheus Operator's CRDs", o.dir, u.GetKind(), u.GetName())
+			}
+		}
+	}
 }
 
 // A node drain evicts one replica of the controller, and of CoreDNS, at a
@@ -156,5 +175,60 @@ func TestControllerNetworkPolicy(t *testing.T) {
 	}
 	if want := []port{{corev1.ProtocolUDP, "53"}, {corev1.ProtocolTCP, "53"}}; !slices.Equal(toDNS, want) {
 		t.Errorf("egress to the DNS pods on %v, want %v", toDNS, want)
+	}
+}
+
+// The ServiceMonitor scrapes the controller's metrics Service, and the
+// PodMonitor CoreDNS's metrics port, as the overlays render them.
+func TestMonitorsFindTheirTargets(t *testing.T) {
+	hubObjs := render(t, "examples/hub-with-components")
+	svc := typed[corev1.Service](t, hubObjs, "Service", "mcs-controller-metrics")
+	var svcPorts []string
+	for _, p := range svc.Spec.Ports {
+		svcPorts = append(svcPorts, p.Name)
+	}
+	checkMonitor(t, find(t, hubObjs, "ServiceMonitor", "mcs-controller"), svc.GetNamespace(), svc.GetLabels(), svcPorts)
+
+	memberObjs := render(t, "examples/member1-with-components")
+	d := typed[appsv1.Deployment](t, memberObjs, "Deployment", "coredns")
+	var podPorts []string
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		podPorts = append(podPorts, p.Name)
+	}
+	checkMonitor(t, find(t, memberObjs, "PodMonitor", "coredns"), d.GetNamespace(), d.Spec.Template.Labels, podPorts)
+}
+
+// monitorSpec is what the tests read of a ServiceMonitor or PodMonitor.
+type monitorSpec struct {
+	Selector          metav1.LabelSelector `json:"selector"`
+	NamespaceSelector map[string]any       `json:"namespaceSelector"`
+	// Endpoints of a ServiceMonitor, PodMetricsEndpoints of a PodMonitor.
+	Endpoints           []scrapeEndpoint `json:"endpoints"`
+	PodMetricsEndpoints []scrapeEndpoint `json:"podMetricsEndpoints"`
+}
+
+// scrapeEndpoint is one port a monitor scrapes.
+type scrapeEndpoint struct {
+	Port string `json:"port"`
+}
+
+// checkMonitor checks that monitor m selects the targets with those labels
+// in namespace, its own (it names no other), and scrapes ports they have.
+func checkMonitor(t *testing.T, m *unstructured.Unstructured, namespace string, set map[string]string, targetPorts []string) {
+	t.Helper()
+	var spec monitorSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.Object["spec"].(map[string]any), &spec); err != nil {
+		t.Fatalf("%s %s: %v", m.GetKind(), m.GetName(), err)
+	}
+	var scraped []string
+	for _, e := range append(spec.Endpoints, spec.PodMetricsEndpoints...) {
+		scraped = append(scraped, e.Port)
+	}
+	if m.GetNamespace() != namespace || spec.NamespaceSelector != nil || !selects(t, &spec.Selector, set) {
+		t.Errorf("%s %s/%s selects %v (namespaces %v), not the targets in %s labelled %v",
+			m.GetKind(), m.GetNamespace(), m.GetName(), spec.Selector, spec.NamespaceSelector, namespace, set)
+	}
+	if len(scraped) == 0 || slices.ContainsFunc(scraped, func(p string) bool { return !slices.Contains(targetPorts, p) }) {
+		t.Errorf("%s %s scrapes ports %v; its targets have %v", m.GetKind(), m.GetName(), scraped, targetPorts)
 	}
 }
