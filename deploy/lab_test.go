@@ -92,3 +92,25 @@ func TestOverlaysApplyToTheLab(t *testing.T) {
 		})
 	}
 }
+
+// The opt-in components' objects are accepted by the API servers of the
+// clusters they are for, as the overlays' are (TestOverlaysApplyToTheLab),
+// all but the Prometheus Operator's kinds, which the lab does not serve.
+func TestComponentsApplyToTheLab(t *testing.T) {
+	for _, o := range withComponents {
+		t.Run(o.dir, func(t *testing.T) {
+			a := newApplier(t, o.cluster)
+			var skipped []string
+			for _, u := range render(t, o.dir) {
+				if u.GroupVersionKind().Group == prometheusOperator {
+					skipped = append(skipped, u.GetKind()+" "+u.GetName())
+					continue
+				}
+				if err := a.apply(t.Context(), u, true); err != nil {
+					t.Errorf("%s to %s: %v", o.dir, o.cluster, err)
+				}
+			}
+			t.Logf("%s: not applied, the lab has no Prometheus Operator: %v", o.dir, skipped)
+		})
+	}
+}
