@@ -173,11 +173,7 @@ func TestStatus(t *testing.T) {
 
 	// Without a service: the fleet, its problems first. A
 	// MultiClusterService that names no member is one; foo is synced.
-	bad := labtest.MultiClusterService(ns, "bad", api.RemoteAndLocal, []v1alpha1.ClusterName{"member9"}, nil)
-	l.Apply(t, labtest.Hub, bad)
-	t.Cleanup(func() {
-		_ = l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns).Delete(context.Background(), "bad", metav1.DeleteOptions{})
-	})
+	l.ApplyMultiClusterService(t, labtest.MultiClusterService(ns, "bad", api.RemoteAndLocal, []v1alpha1.ClusterName{"member9"}, nil))
 	labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
 		out, err := kubectlMCS(t, "status", "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json")
 		if err != nil {
@@ -299,27 +295,9 @@ func corefile(t *testing.T, member, cluster string) {
 	})
 }
 
-// provide makes a MultiClusterService provide foo from member1 to member2,
-// and deletes it when the test ends, while the controller still runs to
-// drop its finalizer (its cleanup was registered before this one).
+// provide makes a MultiClusterService provide foo from member1 to member2
+// for the rest of the test.
 func provide(t *testing.T, ns string) {
 	t.Helper()
-	l := labtest.Get(t)
-	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
-	t.Cleanup(func() {
-		mcs := l.Dynamic(t, labtest.Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(ns)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := mcs.Delete(ctx, "foo", metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting the MultiClusterService: %v", err)
-			return
-		}
-		for ctx.Err() == nil {
-			if _, err := mcs.Get(ctx, "foo", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("the MultiClusterService is still there: did the controller drop its finalizer?")
-	})
+	labtest.Get(t).ApplyMultiClusterService(t, labtest.MultiClusterService(ns, "foo", api.RemoteAndLocal, []v1alpha1.ClusterName{labtest.Member1}, []v1alpha1.ClusterName{labtest.Member2}))
 }

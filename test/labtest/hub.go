@@ -1,18 +1,22 @@
 package labtest
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/deploy/crds"
 )
 
@@ -81,4 +85,30 @@ func (l *Lab) TokenKubeconfig(t testing.TB, cluster, namespace, name string) str
 		t.Fatalf("labtest: %v", err)
 	}
 	return path
+}
+
+// ApplyMultiClusterService applies m to the hub and, when the test ends,
+// deletes it and waits until it is gone: a controller started before this
+// call still runs then (cleanups run last first) and drops its finalizer,
+// where one stopped first would leave m, and its namespace terminating, on
+// the shared hub.
+func (l *Lab) ApplyMultiClusterService(t testing.TB, m *v1alpha1.MultiClusterService) {
+	t.Helper()
+	l.Apply(t, Hub, m)
+	t.Cleanup(func() {
+		r := l.Dynamic(t, Hub).Resource(v1alpha1.MultiClusterServiceResource).Namespace(m.Namespace)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Delete(ctx, m.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("labtest: deleting MultiClusterService %s/%s: %v", m.Namespace, m.Name, err)
+			return
+		}
+		for ctx.Err() == nil {
+			if _, err := r.Get(ctx, m.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("labtest: MultiClusterService %s/%s is still there: is its controller stopped already?", m.Namespace, m.Name)
+	})
 }
