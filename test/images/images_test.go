@@ -7,9 +7,11 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -23,7 +25,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
@@ -101,7 +102,9 @@ func checkArchive(t *testing.T, archive string, created time.Time) {
 }
 
 // checkLayout reads the archive as an OCI image layout, as ctr images
-// import and skopeo oci-archive: do, and validates every digest and size.
+// import and skopeo oci-archive: do, and validates the digests and sizes of
+// the manifest and config; the layers' are checked as checkFiles unpacks
+// them.
 func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	t.Helper()
 	dir := t.TempDir()
@@ -133,14 +136,14 @@ func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate.Image(img); err != nil {
+	if err := validate.Image(img, validate.Fast); err != nil {
 		t.Fatalf("OCI layout: %v", err)
 	}
 	return img
 }
 
 // checkDockerArchive reads the archive as docker load and crane push do
-// (manifest.json) and checks it holds the same config and layers.
+// (manifest.json) and checks it names the same config and layers.
 func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	t.Helper()
 	img, err := tarball.ImageFromPath(archive, nil)
@@ -158,21 +161,31 @@ func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{ref}) {
 		t.Errorf("manifest.json %+v, want one image tagged %s", m, ref)
 	}
-	for _, f := range []func(v1.Image) (v1.Hash, error){v1.Image.ConfigName, topDiffID} {
-		a, errA := f(img)
-		b, errB := f(want)
-		if errA != nil || errB != nil || a != b {
-			t.Errorf("docker archive %s (%v), OCI layout %s (%v)", a, errA, b, errB)
-		}
+	if a, b := blobs(t, img), blobs(t, want); !slices.Equal(a, b) {
+		t.Errorf("manifest.json names config and layers %s, want the OCI layout's %s", a, b)
 	}
 }
 
-func topDiffID(img v1.Image) (v1.Hash, error) {
-	ls, err := img.Layers()
-	if err != nil || len(ls) == 0 {
-		return v1.Hash{}, errors.Join(err, errors.New("no layers"))
+// blobs are the digests of img's config and layers.
+func blobs(t *testing.T, img v1.Image) []v1.Hash {
+	t.Helper()
+	config, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ls[len(ls)-1].DiffID()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := []v1.Hash{config}
+	for _, l := range ls {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, d)
+	}
+	return hashes
 }
 
 func checkConfig(t *testing.T, img v1.Image, p program, o options) {
@@ -225,10 +238,8 @@ func sameSet(a, b []string) bool {
 // regular files by path.
 func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
 	files := map[string][]byte{}
-	entries(t, rc, func(h *tar.Header, body io.Reader) {
+	unpack(t, img, func(h *tar.Header, body io.Reader) {
 		b, err := io.ReadAll(body)
 		if err != nil {
 			t.Fatal(err)
@@ -255,6 +266,64 @@ func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
 		t.Fatalf("no /%s in the image", p.path)
 	}
 	return files
+}
+
+// unpack reads each of img's layers as a runtime pulls and unpacks it,
+// and calls f with each entry: the blob must have the digest and size the
+// manifest gives it, its uncompressed tar the config's diff_id. Each layer
+// is decompressed once: under -race that is most of the test's time.
+func unpack(t *testing.T, img v1.Image, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != len(cf.RootFS.DiffIDs) {
+		t.Fatalf("%d layers, %d diff_ids", len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	for i, d := range m.Layers {
+		blob := readBlob(t, img, d.Digest)
+		if got, size, err := v1.SHA256(bytes.NewReader(blob)); err != nil || got != d.Digest || size != d.Size {
+			t.Fatalf("layer %s: digest %s size %d (%v), want size %d", d.Digest, got, size, err, d.Size)
+		}
+		gz, err := gzip.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			t.Fatalf("layer %s: %v", d.Digest, err)
+		}
+		diffID := sha256.New()
+		tr := io.TeeReader(gz, diffID)
+		entries(t, tr, f)
+		// What follows the tar's end, which the tar reader leaves.
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			t.Fatalf("layer %s: %v", d.Digest, err)
+		}
+		if got := hex.EncodeToString(diffID.Sum(nil)); got != cf.RootFS.DiffIDs[i].Hex {
+			t.Errorf("layer %s: uncompressed sha256:%s, want the config's diff_id %s", d.Digest, got, cf.RootFS.DiffIDs[i])
+		}
+	}
+}
+
+// readBlob is the compressed layer of img with digest.
+func readBlob(t *testing.T, img v1.Image, digest v1.Hash) []byte {
+	t.Helper()
+	l, err := img.LayerByDigest(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // checkUser finds the image's user, 65532, in /etc/passwd and its group in
