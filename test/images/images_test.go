@@ -11,12 +11,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,25 +29,23 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // TestImages runs the builder as make images does, twice, each time
 // compiling both programs anew into a directory of its own: the archives
 // must be the same bytes, so the same digests. It reads each archive back
-// as an OCI layout and as a docker save archive, checks what a user of the
-// image relies on, and runs the binary taken out of the image with
-// -version. The builder runs as a command, not in this -race binary, where
-// compressing the layers would take minutes.
+// as an OCI layout, an index with an image per platform, and as a docker
+// save archive, checks what a user of each image relies on, and runs the
+// binary taken out of this machine's image with -version. The builder runs
+// as a command, not in this -race binary, where compressing the layers
+// would take minutes.
 func TestImages(t *testing.T) {
 	ctx := t.Context()
-	_, arch, err := goEnv(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := options{
 		repo: "registry.test/mcs", version: "v0.0.0-test", revision: "0123456789abcdef0123456789abcdef01234567",
-		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(), arch: arch,
+		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(),
 	}
 	dir := t.TempDir()
 	builder := filepath.Join(dir, "images")
@@ -52,13 +53,8 @@ func TestImages(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
-	for _, out := range []string{first, second} {
-		cmd := exec.CommandContext(ctx, builder, "-out", out, "-repo", o.repo, "-version", o.version,
-			"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cmd, err, b)
-		}
-	}
+	digests := runBuilder(t, builder, first, o)
+	runBuilder(t, builder, second, o)
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			archive := filepath.Join(first, p.name+".oci.tar")
@@ -66,13 +62,44 @@ func TestImages(t *testing.T) {
 				t.Errorf("archive of the second build has sha256 %x, first %x", b, a)
 			}
 			checkArchive(t, archive, o.created)
-			img := checkLayout(t, archive, o.ref(p))
-			checkDockerArchive(t, archive, o.ref(p), img)
-			checkConfig(t, img, p, o)
-			files := checkFiles(t, img, p)
-			checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
+			images := checkLayout(t, archive, o.ref(p), digests[archive])
+			checkDockerArchive(t, archive, o.ref(p), images[dockerArch()])
+			for _, arch := range slices.Sorted(maps.Keys(images)) {
+				img := images[arch]
+				t.Run(arch, func(t *testing.T) {
+					checkConfig(t, img, p, o, arch)
+					files := checkFiles(t, img, p)
+					checkELF(t, files[p.path], arch)
+					if arch == runtime.GOARCH {
+						checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
+					}
+				})
+			}
 		})
 	}
+}
+
+// runBuilder runs the builder into out and returns the digest it printed
+// for each archive.
+func runBuilder(t *testing.T, builder, out string, o options) map[string]string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), builder, "-out", out, "-repo", o.repo, "-version", o.version,
+		"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, stderr.Bytes())
+	}
+	digests := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("the builder printed %q, want: archive reference digest", line)
+		}
+		digests[f[0]] = f[2]
+	}
+	return digests
 }
 
 // checkArchive checks the tar itself: sorted entries owned by root at the
@@ -101,11 +128,17 @@ func checkArchive(t *testing.T, archive string, created time.Time) {
 	}
 }
 
+// platforms are what a user of the images expects to run them on.
+var platforms = []string{"linux/amd64", "linux/arm64"}
+
 // checkLayout reads the archive as an OCI image layout, as ctr images
-// import and skopeo oci-archive: do, and validates the digests and sizes of
-// the manifest and config; the layers' are checked as checkFiles unpacks
-// them.
-func checkLayout(t *testing.T, archive, ref string) v1.Image {
+// import, skopeo oci-archive: and crane push of the extracted directory
+// do: index.json names one image index, by the reference and the digest
+// the builder printed, and the index an image per platform. The digests
+// and sizes of the index, manifests and configs are validated here, the
+// layers' as checkFiles unpacks them. It returns the images by
+// architecture.
+func checkLayout(t *testing.T, archive, ref, digest string) map[string]v1.Image {
 	t.Helper()
 	dir := t.TempDir()
 	untar(t, archive, dir)
@@ -113,11 +146,11 @@ func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := l.ImageIndex()
+	top, err := l.ImageIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := idx.IndexManifest()
+	m, err := top.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,18 +165,48 @@ func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	if got := d.Annotations["org.opencontainers.image.ref.name"]; got != tag {
 		t.Errorf("org.opencontainers.image.ref.name %q, want %q", got, tag)
 	}
-	img, err := l.Image(d.Digest)
+	if d.MediaType != types.OCIImageIndex || d.Digest.String() != digest {
+		t.Errorf("index.json names a %s %s, want the %s the builder printed, %s", d.MediaType, d.Digest, types.OCIImageIndex, digest)
+	}
+	idx, err := top.ImageIndex(d.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate.Image(img, validate.Fast); err != nil {
+	if err := validate.Index(idx, validate.Fast); err != nil {
 		t.Fatalf("OCI layout: %v", err)
 	}
-	return img
+	return platformImages(t, idx)
 }
 
-// checkDockerArchive reads the archive as docker load and crane push do
-// (manifest.json) and checks it names the same config and layers.
+// platformImages checks the index holds one image manifest per platform
+// and returns the images by architecture.
+func platformImages(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]v1.Image{}
+	var got []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil || d.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("index: %s %s for platform %v, want an OCI image manifest for a platform", d.MediaType, d.Digest, d.Platform)
+			continue
+		}
+		got = append(got, d.Platform.String())
+		if images[d.Platform.Architecture], err = idx.Image(d.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, platforms) {
+		t.Fatalf("index: images for %q, want %q", got, platforms)
+	}
+	return images
+}
+
+// checkDockerArchive reads the archive as docker load and crane push of the
+// tar do (manifest.json): it holds want, the image of this machine's
+// platform, so that docker load here gets an image that runs here.
 func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	t.Helper()
 	img, err := tarball.ImageFromPath(archive, nil)
@@ -162,7 +225,7 @@ func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 		t.Errorf("manifest.json %+v, want one image tagged %s", m, ref)
 	}
 	if a, b := blobs(t, img), blobs(t, want); !slices.Equal(a, b) {
-		t.Errorf("manifest.json names config and layers %s, want the OCI layout's %s", a, b)
+		t.Errorf("manifest.json names config and layers %s, want linux/%s's %s", a, dockerArch(), b)
 	}
 }
 
@@ -188,7 +251,7 @@ func blobs(t *testing.T, img v1.Image) []v1.Hash {
 	return hashes
 }
 
-func checkConfig(t *testing.T, img v1.Image, p program, o options) {
+func checkConfig(t *testing.T, img v1.Image, p program, o options, arch string) {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -220,8 +283,8 @@ func checkConfig(t *testing.T, img v1.Image, p program, o options) {
 			t.Errorf("label %s %q, want %q", k, got, want)
 		}
 	}
-	if cf.OS != "linux" || cf.Architecture != o.arch || !cf.Created.Equal(o.created) {
-		t.Errorf("os %s arch %s created %s, want linux %s %s", cf.OS, cf.Architecture, cf.Created, o.arch, o.created)
+	if cf.OS != "linux" || cf.Architecture != arch || !cf.Created.Equal(o.created) {
+		t.Errorf("os %s arch %s created %s, want linux %s %s", cf.OS, cf.Architecture, cf.Created, arch, o.created)
 	}
 }
 
@@ -345,6 +408,27 @@ func hasLine(b []byte, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// machines are the ELF machines of the images' architectures.
+var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// checkELF checks the binary is a static executable for arch, as file(1)
+// would say: its machine, and no interpreter to load shared libraries.
+func checkELF(t *testing.T, binary []byte, arch string) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(binary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, ok := machines[arch]; f.Machine != want || !ok || f.Type != elf.ET_EXEC {
+		t.Errorf("%s %s, want an executable for %s (%s)", f.Type, f.Machine, arch, want)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("dynamically linked (it has an interpreter), want static")
+		}
+	}
 }
 
 // checkVersion runs the binary taken out of the image with -version.
