@@ -109,7 +109,9 @@ func buildImages(t *testing.T, root string) map[string]image {
 	return images
 }
 
-// readConfig reads the image's config from its archive.
+// readConfig reads the image's config from its archive's manifest.json,
+// which names the image of this machine's platform: the one of the index
+// that containerd runs here.
 func readConfig(t *testing.T, img *image) {
 	t.Helper()
 	i, err := tarball.ImageFromPath(img.archive, nil)

@@ -3,10 +3,12 @@ package main
 import (
 	"archive/tar"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -17,19 +19,20 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// writeArchive writes img, named ref, to path as a tar that is at once an
-// OCI image layout (index.json, oci-layout, blobs/sha256/…: ctr images
-// import, kind load image-archive, skopeo oci-archive:, Docker 25+) and a
-// docker save archive (manifest.json pointing into the same blobs: older
-// docker load, crane push). Entries are sorted, owned by root and stamped
-// with the image's creation time, so that the same image gives the same
-// bytes. It returns the image's manifest digest.
-func writeArchive(img v1.Image, ref string, created time.Time, path string) (v1.Hash, error) {
+// writeArchive writes idx, named ref, to path as a tar that is at once an
+// OCI image layout (index.json naming idx, oci-layout, blobs/sha256/…: ctr
+// images import, kind load image-archive, skopeo oci-archive:, Docker with
+// the containerd image store) and a docker save archive (manifest.json
+// pointing into the same blobs: docker load into Docker's own image store,
+// crane push of the tar). Entries are sorted, owned by root and stamped
+// with the image's creation time, so that the same index gives the same
+// bytes. It returns the index's digest.
+func writeArchive(idx v1.ImageIndex, ref string, created time.Time, path string) (v1.Hash, error) {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	digest, err := img.Digest()
+	digest, err := idx.Digest()
 	if err != nil {
 		return v1.Hash{}, err
 	}
@@ -44,10 +47,14 @@ func writeArchive(img v1.Image, ref string, created time.Time, path string) (v1.
 	}
 	// containerd and Docker 25+ name the image after io.containerd.image.name;
 	// the OCI ref name is the tag, as docker save writes it.
-	if err := l.AppendImage(img, layout.WithAnnotations(map[string]string{
+	if err := l.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"io.containerd.image.name":          tag.Name(),
 		"org.opencontainers.image.ref.name": tag.TagStr(),
 	})); err != nil {
+		return v1.Hash{}, err
+	}
+	img, err := platformImage(idx, dockerArch())
+	if err != nil {
 		return v1.Hash{}, err
 	}
 	manifest, err := dockerManifest(img, tag)
@@ -63,6 +70,32 @@ func writeArchive(img v1.Image, ref string, created time.Time, path string) (v1.
 		return v1.Hash{}, err
 	}
 	return digest, os.Rename(tmp, path)
+}
+
+// dockerArch is the architecture of the one image manifest.json holds: a
+// docker save archive has no platforms, and docker load gives the tag to
+// the last image listed under it. It is the building machine's, as ctr
+// export picks from an index, so that make images then docker load gives
+// an image that runs there; amd64 on a machine of any other architecture.
+func dockerArch() string {
+	if slices.Contains(arches, runtime.GOARCH) {
+		return runtime.GOARCH
+	}
+	return arches[0]
+}
+
+// platformImage is idx's image for linux/arch.
+func platformImage(idx v1.ImageIndex, arch string) (v1.Image, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == arch {
+			return idx.Image(d.Digest)
+		}
+	}
+	return nil, fmt.Errorf("no image for linux/%s in the index", arch)
 }
 
 // dockerManifest is docker save's manifest.json for img, pointing at the

@@ -28,32 +28,35 @@ var programs = []program{
 	{name: "mcs-controller", pkg: "./cmd/mcs-controller", path: "mcs-controller", ports: []string{"8080/tcp"}},
 }
 
-// compile builds p's static binary into out, stamped with version:
-// no cgo, no paths of this machine (-trimpath), no build ID, no VCS stamp
-// and no symbol table, so that the same sources and toolchain give the
-// same bytes.
-func compile(ctx context.Context, root string, p program, version, out string) error {
+// arches are the architectures every image is built for, on linux: Go
+// cross-compiles a program without cgo, so neither needs emulation.
+var arches = []string{"amd64", "arm64"}
+
+// compile builds p's static binary for linux/arch into out, stamped with
+// version: no cgo, no paths of this machine (-trimpath), no build ID, no
+// VCS stamp and no symbol table, so that the same sources and toolchain
+// give the same bytes on any building machine.
+func compile(ctx context.Context, root string, p program, arch, version, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
 		"-ldflags", "-s -w -buildid= -X main.version="+version, "-o", out, p.pkg)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", p.pkg, err, b)
+		return fmt.Errorf("GOARCH=%s go build %s: %w\n%s", arch, p.pkg, err, b)
 	}
 	return nil
 }
 
-// goEnv is the directory of this repository's go.mod, wherever the
-// builder runs from (make images from the root, its test from test/images),
-// and the architecture go build targets.
-func goEnv(ctx context.Context) (root, arch string, err error) {
-	b, err := exec.CommandContext(ctx, "go", "env", "GOMOD", "GOARCH").Output()
+// moduleRoot is the directory of this repository's go.mod, wherever the
+// builder runs from (make images from the root, its test from test/images).
+func moduleRoot(ctx context.Context) (string, error) {
+	b, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", "", fmt.Errorf("go env: %w", err)
+		return "", fmt.Errorf("go env: %w", err)
 	}
-	gomod, arch, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	gomod := strings.TrimSpace(string(b))
 	if gomod == "" || gomod == os.DevNull {
-		return "", "", fmt.Errorf("not inside the coredns-mcs module (go env GOMOD is %q)", gomod)
+		return "", fmt.Errorf("not inside the coredns-mcs module (go env GOMOD is %q)", gomod)
 	}
-	return filepath.Dir(gomod), arch, nil
+	return filepath.Dir(gomod), nil
 }

@@ -21,7 +21,6 @@ import (
 type options struct {
 	repo, version, revision, source string
 	created                         time.Time // of every file, history entry and the image
-	arch                            string
 }
 
 func (o options) ref(p program) string { return o.repo + "/" + p.name + ":" + o.version }
@@ -34,9 +33,9 @@ const (
 	home        = "/home/nonroot"
 )
 
-// image is p's image: the base layer, then a layer with the binary at
-// /<p.path>, run as nonroot.
-func image(p program, o options, bin string) (v1.Image, error) {
+// image is p's image for linux/arch: the base layer, then a layer with
+// bin, compiled for arch, at /<p.path>, run as nonroot.
+func image(p program, o options, arch, bin string) (v1.Image, error) {
 	base, err := baseLayer(o.created)
 	if err != nil {
 		return nil, fmt.Errorf("base layer: %w", err)
@@ -45,7 +44,7 @@ func image(p program, o options, bin string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("binary layer: %w", err)
 	}
-	img, err := mutate.ConfigFile(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), config(p, o))
+	img, err := mutate.ConfigFile(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), config(p, o, arch))
 	if err != nil {
 		return nil, err
 	}
@@ -54,17 +53,17 @@ func image(p program, o options, bin string) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{Created: created,
 			CreatedBy: "test/images: CA certificates, /etc/passwd, /etc/group, /etc/nsswitch.conf, " + home + ", /tmp"}},
 		mutate.Addendum{Layer: binary, MediaType: types.OCILayer, History: v1.History{Created: created,
-			CreatedBy: "test/images: go build -trimpath " + p.pkg + " -> /" + p.path}},
+			CreatedBy: "test/images: GOARCH=" + arch + " go build -trimpath " + p.pkg + " -> /" + p.path}},
 	)
 }
 
-func config(p program, o options) *v1.ConfigFile {
+func config(p program, o options, arch string) *v1.ConfigFile {
 	ports := map[string]struct{}{}
 	for _, port := range p.ports {
 		ports[port] = struct{}{}
 	}
 	return &v1.ConfigFile{
-		Architecture: o.arch,
+		Architecture: arch,
 		OS:           "linux",
 		Created:      v1.Time{Time: o.created},
 		Config: v1.Config{

@@ -7,14 +7,19 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,27 +28,24 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // TestImages runs the builder as make images does, twice, each time
 // compiling both programs anew into a directory of its own: the archives
 // must be the same bytes, so the same digests. It reads each archive back
-// as an OCI layout and as a docker save archive, checks what a user of the
-// image relies on, and runs the binary taken out of the image with
-// -version. The builder runs as a command, not in this -race binary, where
-// compressing the layers would take minutes.
+// as an OCI layout, an index with an image per platform, and as a docker
+// save archive, checks what a user of each image relies on, and runs the
+// binary taken out of this machine's image with -version. The builder runs
+// as a command, not in this -race binary, where compressing the layers
+// would take minutes.
 func TestImages(t *testing.T) {
 	ctx := t.Context()
-	_, arch, err := goEnv(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := options{
 		repo: "registry.test/mcs", version: "v0.0.0-test", revision: "0123456789abcdef0123456789abcdef01234567",
-		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(), arch: arch,
+		source: "https://example.test/coredns-mcs", created: time.Unix(1_700_000_000, 0).UTC(),
 	}
 	dir := t.TempDir()
 	builder := filepath.Join(dir, "images")
@@ -51,13 +53,8 @@ func TestImages(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
-	for _, out := range []string{first, second} {
-		cmd := exec.CommandContext(ctx, builder, "-out", out, "-repo", o.repo, "-version", o.version,
-			"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cmd, err, b)
-		}
-	}
+	digests := runBuilder(t, builder, first, o)
+	runBuilder(t, builder, second, o)
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			archive := filepath.Join(first, p.name+".oci.tar")
@@ -65,13 +62,44 @@ func TestImages(t *testing.T) {
 				t.Errorf("archive of the second build has sha256 %x, first %x", b, a)
 			}
 			checkArchive(t, archive, o.created)
-			img := checkLayout(t, archive, o.ref(p))
-			checkDockerArchive(t, archive, o.ref(p), img)
-			checkConfig(t, img, p, o)
-			files := checkFiles(t, img, p)
-			checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
+			images := checkLayout(t, archive, o.ref(p), digests[archive])
+			checkDockerArchive(t, archive, o.ref(p), images[dockerArch()])
+			for _, arch := range slices.Sorted(maps.Keys(images)) {
+				img := images[arch]
+				t.Run(arch, func(t *testing.T) {
+					checkConfig(t, img, p, o, arch)
+					files := checkFiles(t, img, p)
+					checkELF(t, files[p.path], arch)
+					if arch == runtime.GOARCH {
+						checkVersion(ctx, t, files[p.path], t.TempDir(), o.version)
+					}
+				})
+			}
 		})
 	}
+}
+
+// runBuilder runs the builder into out and returns the digest it printed
+// for each archive.
+func runBuilder(t *testing.T, builder, out string, o options) map[string]string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), builder, "-out", out, "-repo", o.repo, "-version", o.version,
+		"-revision", o.revision, "-source", o.source, "-epoch", strconv.FormatInt(o.created.Unix(), 10))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, stderr.Bytes())
+	}
+	digests := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("the builder printed %q, want: archive reference digest", line)
+		}
+		digests[f[0]] = f[2]
+	}
+	return digests
 }
 
 // checkArchive checks the tar itself: sorted entries owned by root at the
@@ -100,9 +128,17 @@ func checkArchive(t *testing.T, archive string, created time.Time) {
 	}
 }
 
+// platforms are what a user of the images expects to run them on.
+var platforms = []string{"linux/amd64", "linux/arm64"}
+
 // checkLayout reads the archive as an OCI image layout, as ctr images
-// import and skopeo oci-archive: do, and validates every digest and size.
-func checkLayout(t *testing.T, archive, ref string) v1.Image {
+// import, skopeo oci-archive: and crane push of the extracted directory
+// do: index.json names one image index, by the reference and the digest
+// the builder printed, and the index an image per platform. The digests
+// and sizes of the index, manifests and configs are validated here, the
+// layers' as checkFiles unpacks them. It returns the images by
+// architecture.
+func checkLayout(t *testing.T, archive, ref, digest string) map[string]v1.Image {
 	t.Helper()
 	dir := t.TempDir()
 	untar(t, archive, dir)
@@ -110,11 +146,11 @@ func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := l.ImageIndex()
+	top, err := l.ImageIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := idx.IndexManifest()
+	m, err := top.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,18 +165,48 @@ func checkLayout(t *testing.T, archive, ref string) v1.Image {
 	if got := d.Annotations["org.opencontainers.image.ref.name"]; got != tag {
 		t.Errorf("org.opencontainers.image.ref.name %q, want %q", got, tag)
 	}
-	img, err := l.Image(d.Digest)
+	if d.MediaType != types.OCIImageIndex || d.Digest.String() != digest {
+		t.Errorf("index.json names a %s %s, want the %s the builder printed, %s", d.MediaType, d.Digest, types.OCIImageIndex, digest)
+	}
+	idx, err := top.ImageIndex(d.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate.Image(img); err != nil {
+	if err := validate.Index(idx, validate.Fast); err != nil {
 		t.Fatalf("OCI layout: %v", err)
 	}
-	return img
+	return platformImages(t, idx)
 }
 
-// checkDockerArchive reads the archive as docker load and crane push do
-// (manifest.json) and checks it holds the same config and layers.
+// platformImages checks the index holds one image manifest per platform
+// and returns the images by architecture.
+func platformImages(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]v1.Image{}
+	var got []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil || d.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("index: %s %s for platform %v, want an OCI image manifest for a platform", d.MediaType, d.Digest, d.Platform)
+			continue
+		}
+		got = append(got, d.Platform.String())
+		if images[d.Platform.Architecture], err = idx.Image(d.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, platforms) {
+		t.Fatalf("index: images for %q, want %q", got, platforms)
+	}
+	return images
+}
+
+// checkDockerArchive reads the archive as docker load and crane push of the
+// tar do (manifest.json): it holds want, the image of this machine's
+// platform, so that docker load here gets an image that runs here.
 func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	t.Helper()
 	img, err := tarball.ImageFromPath(archive, nil)
@@ -158,24 +224,34 @@ func checkDockerArchive(t *testing.T, archive, ref string, want v1.Image) {
 	if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{ref}) {
 		t.Errorf("manifest.json %+v, want one image tagged %s", m, ref)
 	}
-	for _, f := range []func(v1.Image) (v1.Hash, error){v1.Image.ConfigName, topDiffID} {
-		a, errA := f(img)
-		b, errB := f(want)
-		if errA != nil || errB != nil || a != b {
-			t.Errorf("docker archive %s (%v), OCI layout %s (%v)", a, errA, b, errB)
-		}
+	if a, b := blobs(t, img), blobs(t, want); !slices.Equal(a, b) {
+		t.Errorf("manifest.json names config and layers %s, want linux/%s's %s", a, dockerArch(), b)
 	}
 }
 
-func topDiffID(img v1.Image) (v1.Hash, error) {
+// blobs are the digests of img's config and layers.
+func blobs(t *testing.T, img v1.Image) []v1.Hash {
+	t.Helper()
+	config, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ls, err := img.Layers()
-	if err != nil || len(ls) == 0 {
-		return v1.Hash{}, errors.Join(err, errors.New("no layers"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ls[len(ls)-1].DiffID()
+	hashes := []v1.Hash{config}
+	for _, l := range ls {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, d)
+	}
+	return hashes
 }
 
-func checkConfig(t *testing.T, img v1.Image, p program, o options) {
+func checkConfig(t *testing.T, img v1.Image, p program, o options, arch string) {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -207,8 +283,8 @@ func checkConfig(t *testing.T, img v1.Image, p program, o options) {
 			t.Errorf("label %s %q, want %q", k, got, want)
 		}
 	}
-	if cf.OS != "linux" || cf.Architecture != o.arch || !cf.Created.Equal(o.created) {
-		t.Errorf("os %s arch %s created %s, want linux %s %s", cf.OS, cf.Architecture, cf.Created, o.arch, o.created)
+	if cf.OS != "linux" || cf.Architecture != arch || !cf.Created.Equal(o.created) {
+		t.Errorf("os %s arch %s created %s, want linux %s %s", cf.OS, cf.Architecture, cf.Created, arch, o.created)
 	}
 }
 
@@ -225,10 +301,8 @@ func sameSet(a, b []string) bool {
 // regular files by path.
 func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
 	files := map[string][]byte{}
-	entries(t, rc, func(h *tar.Header, body io.Reader) {
+	unpack(t, img, func(h *tar.Header, body io.Reader) {
 		b, err := io.ReadAll(body)
 		if err != nil {
 			t.Fatal(err)
@@ -257,6 +331,64 @@ func checkFiles(t *testing.T, img v1.Image, p program) map[string][]byte {
 	return files
 }
 
+// unpack reads each of img's layers as a runtime pulls and unpacks it,
+// and calls f with each entry: the blob must have the digest and size the
+// manifest gives it, its uncompressed tar the config's diff_id. Each layer
+// is decompressed once: under -race that is most of the test's time.
+func unpack(t *testing.T, img v1.Image, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != len(cf.RootFS.DiffIDs) {
+		t.Fatalf("%d layers, %d diff_ids", len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	for i, d := range m.Layers {
+		blob := readBlob(t, img, d.Digest)
+		if got, size, err := v1.SHA256(bytes.NewReader(blob)); err != nil || got != d.Digest || size != d.Size {
+			t.Fatalf("layer %s: digest %s size %d (%v), want size %d", d.Digest, got, size, err, d.Size)
+		}
+		gz, err := gzip.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			t.Fatalf("layer %s: %v", d.Digest, err)
+		}
+		diffID := sha256.New()
+		tr := io.TeeReader(gz, diffID)
+		entries(t, tr, f)
+		// What follows the tar's end, which the tar reader leaves.
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			t.Fatalf("layer %s: %v", d.Digest, err)
+		}
+		if got := hex.EncodeToString(diffID.Sum(nil)); got != cf.RootFS.DiffIDs[i].Hex {
+			t.Errorf("layer %s: uncompressed sha256:%s, want the config's diff_id %s", d.Digest, got, cf.RootFS.DiffIDs[i])
+		}
+	}
+}
+
+// readBlob is the compressed layer of img with digest.
+func readBlob(t *testing.T, img v1.Image, digest v1.Hash) []byte {
+	t.Helper()
+	l, err := img.LayerByDigest(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // checkUser finds the image's user, 65532, in /etc/passwd and its group in
 // /etc/group.
 func checkUser(t *testing.T, passwd, group []byte) {
@@ -276,6 +408,27 @@ func hasLine(b []byte, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// machines are the ELF machines of the images' architectures.
+var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// checkELF checks the binary is a static executable for arch, as file(1)
+// would say: its machine, and no interpreter to load shared libraries.
+func checkELF(t *testing.T, binary []byte, arch string) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(binary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, ok := machines[arch]; f.Machine != want || !ok || f.Type != elf.ET_EXEC {
+		t.Errorf("%s %s, want an executable for %s (%s)", f.Type, f.Machine, arch, want)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("dynamically linked (it has an interpreter), want static")
+		}
+	}
 }
 
 // checkVersion runs the binary taken out of the image with -version.

@@ -1,9 +1,12 @@
 // Command images builds the OCI image archives of coredns-mcs and
 // mcs-controller (make images; README.md, Images) without a Docker daemon
-// and without pulling a base image: each image is a base layer this program
-// writes (CA certificates, /etc/passwd and /etc/group with the non-root user
-// 65532) and a layer with the static binary. The same sources, version,
-// revision and timestamp give the same bytes, so the same digests.
+// and without pulling a base image: each archive holds an image index with
+// an image for linux/amd64 and one for linux/arm64, each a base layer this
+// program writes (CA certificates, /etc/passwd and /etc/group with the
+// non-root user 65532) and a layer with the static binary compiled for its
+// architecture. The same sources, version, revision and timestamp give the
+// same digests on any building machine, and the same archive on any of the
+// same architecture: the docker save side names that machine's image.
 package main
 
 import (
@@ -16,6 +19,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 func main() {
@@ -49,8 +56,8 @@ func envEpoch() int64 {
 	return n
 }
 
-// run compiles both programs into a temporary directory and writes their
-// archives into out.
+// run builds each program's image index into an archive in out, the
+// binaries compiled in a temporary directory.
 func run(ctx context.Context, o options, out string) error {
 	tmp, err := os.MkdirTemp("", "images-")
 	if err != nil {
@@ -60,26 +67,41 @@ func run(ctx context.Context, o options, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	root, arch, err := goEnv(ctx)
+	root, err := moduleRoot(ctx)
 	if err != nil {
 		return err
 	}
-	o.arch = arch
 	for _, p := range programs {
-		bin := filepath.Join(tmp, p.name)
-		if err := compile(ctx, root, p, o.version, bin); err != nil {
+		idx, err := imageIndex(ctx, root, tmp, p, o)
+		if err != nil {
 			return err
 		}
-		img, err := image(p, o, bin)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
 		archive := filepath.Join(out, p.name+".oci.tar")
-		digest, err := writeArchive(img, o.ref(p), o.created, archive)
+		digest, err := writeArchive(idx, o.ref(p), o.created, archive)
 		if err != nil {
 			return fmt.Errorf("%s: %w", archive, err)
 		}
 		fmt.Printf("%s %s %s\n", archive, o.ref(p), digest)
 	}
 	return nil
+}
+
+// imageIndex compiles p for each of arches and returns the index of its
+// images, each under its platform, which is what a runtime picks by.
+func imageIndex(ctx context.Context, root, tmp string, p program, o options) (v1.ImageIndex, error) {
+	var adds []mutate.IndexAddendum
+	for _, arch := range arches {
+		bin := filepath.Join(tmp, p.name+"-"+arch)
+		if err := compile(ctx, root, p, arch, o.version, bin); err != nil {
+			return nil, err
+		}
+		img, err := image(p, o, arch, bin)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p.name, arch, err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: arch},
+		}})
+	}
+	return mutate.AppendManifests(empty.Index, adds...), nil
 }
