@@ -20,9 +20,16 @@ build:
 # same commit gives the same digests: every time in them is the commit's.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_REPO ?= registry.example.com/coredns-mcs
+# Beside them, the kubectl plugin for the platforms operators run kubectl
+# on, built as the images' binaries are (static, no build id).
+PLUGIN_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 images:
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./test/images -out _output/images \
 	  -repo $(IMAGE_REPO) -version $(VERSION) -revision $$(git rev-parse HEAD)
+	for p in $(PLUGIN_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -buildvcs=false \
+	    -ldflags "-s -w -buildid= -X main.version=$(VERSION)" -o _output/images/kubectl-mcs-$${p%/*}-$${p#*/} ./cmd/kubectl-mcs || exit 1; \
+	done
 
 # The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
 # (controller-gen), then the typed clientset (with its fake), listers and
