@@ -61,21 +61,11 @@ type check struct {
 var errChecksFailed = errors.New("checks failed")
 
 func (o *diagnoseOptions) run(ctx context.Context, svc string) error {
-	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	var checks []check
+	r, err := o.collect(ctx, svc, func(mr MemberReport) { checks = append(checks, o.memberChecks(ctx, mr)...) })
 	if err != nil {
 		return err
 	}
-	r := &Report{Namespace: ns, Service: svc, sources: map[string]source{}}
-	if err := o.hubReport(ctx, r); err != nil {
-		return err
-	}
-	var checks []check
-	for _, m := range o.members {
-		mr := r.member(ctx, o.flags, m)
-		r.Members = append(r.Members, mr)
-		checks = append(checks, o.memberChecks(ctx, mr)...)
-	}
-	r.markCurrent()
 	checks = append(checks, freshness(r)...)
 	checks = append(checks, o.dnsChecks(ctx, r)...)
 	return report(o.streams.Out, checks)

@@ -116,19 +116,31 @@ type ImportedSlice struct {
 type source map[string]int64
 
 func (o *statusOptions) run(ctx context.Context, svc string) error {
-	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	r, err := o.collect(ctx, svc, func(MemberReport) {})
 	if err != nil {
 		return err
 	}
+	return o.print(r)
+}
+
+// collect reads what the hub and every member hold of svc (in -n's
+// namespace); visit sees each member as it is read.
+func (o *statusOptions) collect(ctx context.Context, svc string, visit func(MemberReport)) (*Report, error) {
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
 	r := &Report{Namespace: ns, Service: svc, sources: map[string]source{}}
 	if err := o.hubReport(ctx, r); err != nil {
-		return err
+		return nil, err
 	}
 	for _, m := range o.members {
-		r.Members = append(r.Members, r.member(ctx, o.flags, m))
+		mr := r.member(ctx, o.flags, m)
+		r.Members = append(r.Members, mr)
+		visit(mr)
 	}
 	r.markCurrent()
-	return o.print(r)
+	return r, nil
 }
 
 // hubReport reads the MultiClusterService, and finds the members.
