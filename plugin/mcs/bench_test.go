@@ -3,6 +3,7 @@ package mcs
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -31,7 +32,10 @@ func BenchmarkServeDNS(b *testing.B) {
 		{"clusterset headless A", "web.demo.svc.clusterset.local.", dns.TypeA},
 		{"clusterset SRV", "_http._tcp.web.demo.svc.clusterset.local.", dns.TypeSRV},
 		{"passed on", "plain.demo.svc.cluster.local.", dns.TypeA},
+		{"NS clusterset.local", "clusterset.local.", dns.TypeNS},
+		{"A ns.dns.clusterset.local", "ns.dns.clusterset.local.", dns.TypeA},
 	}
+	f.m.setNSAddrs([]net.IP{parseIP("10.0.0.10")})
 	f.m.Next = test.NextHandler(dns.RcodeSuccess, nil)
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -102,7 +103,7 @@ func TestClustersetServices(t *testing.T) {
 
 func TestClustersetApexAndMeta(t *testing.T) {
 	f := newFixture(t, baseConfig())
-	f.m.nsAddrs = []net.IP{net.ParseIP("10.0.0.10").To4()}
+	f.m.setNSAddrs([]net.IP{net.ParseIP("10.0.0.10").To4()})
 	f.check([]test.Case{
 		{Qname: "dns-version.clusterset.local.", Qtype: dns.TypeTXT, Authoritative: true, Answer: []dns.RR{test.TXT(`dns-version.clusterset.local. 5 IN TXT "1.0.0"`)}},
 		nodataCase("dns-version.clusterset.local.", dns.TypeA),
@@ -173,11 +174,39 @@ func TestClustersetNSGlueIsTheService(t *testing.T) {
 	f := newFixture(t, baseConfig(),
 		serviceObj("kube-system", "kube-dns", []string{testClusterIP}),
 		localSlice("kube-system", "kube-dns", "kube-dns-a", nil, ep{ip: "10.0.0.10"}, ep{ip: "10.0.0.11"}))
-	f.m.nsAddrs = []net.IP{net.ParseIP("10.0.0.10").To4()}
+	f.m.setNSAddrs([]net.IP{net.ParseIP("10.0.0.10").To4()})
 	f.check([]test.Case{
 		{Qname: "ns.dns.clusterset.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{test.A("ns.dns.clusterset.local. 5 IN A " + testClusterIP)}},
 		{Qname: "clusterset.local.", Qtype: dns.TypeNS, Authoritative: true,
 			Answer: []dns.RR{test.NS("clusterset.local. 5 IN NS ns.dns.clusterset.local.")},
 			Extra:  []dns.RR{test.A("ns.dns.clusterset.local. 5 IN A " + testClusterIP)}},
 	})
+}
+
+// The glue follows the index: the server's Service appears, its endpoint
+// moves, and it goes, and ns.dns answers the ClusterIP, then the server's
+// own address again, with no query scanning the index.
+func TestClustersetNSGlueFollowsChanges(t *testing.T) {
+	f := newFixture(t, baseConfig())
+	f.m.setNSAddrs([]net.IP{net.ParseIP("10.0.0.10").To4()})
+	glue := func(want string) {
+		t.Helper()
+		f.waitFor(func() bool {
+			got := addresses(f.query("ns.dns.clusterset.local.", dns.TypeA))
+			return len(got) == 1 && got[0] == want
+		}, "ns.dns answering "+want)
+	}
+	glue("10.0.0.10")
+	ctx, slices := t.Context(), f.kube.DiscoveryV1().EndpointSlices("kube-system")
+	if _, err := f.kube.CoreV1().Services("kube-system").Create(ctx, serviceObj("kube-system", "kube-dns", []string{testClusterIP}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slices.Create(ctx, localSlice("kube-system", "kube-dns", "kube-dns-a", nil, ep{ip: "10.0.0.10"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	glue(testClusterIP)
+	if _, err := slices.Update(ctx, localSlice("kube-system", "kube-dns", "kube-dns-a", nil, ep{ip: "10.0.0.99"}), metav1UpdateOptions); err != nil {
+		t.Fatal(err)
+	}
+	glue("10.0.0.10")
 }

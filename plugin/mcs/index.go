@@ -2,6 +2,7 @@ package mcs
 
 import (
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type index struct {
 	self     string       // this cluster's name, set before informers start
 	strategy api.Strategy // the strategy option: applies to imports without the annotation
 	serial   atomic.Uint32
+	glue     glue // what ns.dns answers (glue.go)
 }
 
 func newIndex(s api.Strategy, byAddress bool) *index {
@@ -55,6 +57,7 @@ func newIndex(s api.Strategy, byAddress bool) *index {
 		strategy:   s,
 	}
 	x.leases.Store(&map[string]time.Time{})
+	x.glue.ips.Store(&[]net.IP{})
 	x.touch()
 	return x
 }
@@ -93,11 +96,13 @@ func (x *index) change(k svcKey, fn func(*entry)) {
 	case e.svc == nil && e.imp == nil && len(e.slices) == 0:
 		delete(x.entries, k)
 		delete(x.views, k)
+		e = nil
 	case e.imp == nil:
 		delete(x.views, k)
 	default:
 		x.views[k] = newView(k, e, x.self, x.strategy)
 	}
+	x.refreshGlue(k, e)
 	x.touch()
 }
 

@@ -40,36 +40,14 @@ func unspecified(h string) bool {
 // nsGlue answers ns.dns.clusterset.local as the kubernetes plugin answers
 // ns.dns.<cluster domain>: the addresses of the Service whose endpoints are
 // this server's addresses (its ClusterIPs, or the endpoints themselves when
-// headless), else the server's addresses. NS queries are rare, so the
-// local slices are searched when one comes rather than indexed by address.
+// headless), else local, the server's addresses. It reads what the index
+// keeps current as it changes (glue.go): any pod may send NS queries, and
+// none of them costs a scan.
 func (x *index) nsGlue(local []net.IP) []net.IP {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	var out []net.IP
-	add := func(ips ...net.IP) {
-		for _, ip := range ips {
-			if !slices.ContainsFunc(out, ip.Equal) {
-				out = append(out, ip)
-			}
-		}
+	if ips := *x.glue.ips.Load(); len(ips) > 0 {
+		return ips
 	}
-	for _, e := range x.entries {
-		for _, s := range e.slices {
-			for _, ep := range s.endpoints {
-				switch {
-				case s.imported || !slices.ContainsFunc(local, ep.ip.Equal):
-				case e.svc != nil && !e.svc.headless && len(e.svc.ips) > 0:
-					add(e.svc.ips...)
-				default:
-					add(ep.ip)
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		return local
-	}
-	return out
+	return local
 }
 
 func interfaceAddrs() []string {

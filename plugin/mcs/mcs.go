@@ -31,5 +31,12 @@ type MCS struct {
 	nsAddrs []net.IP // addresses the server listens on, for the glue of ns.dns.<clusterset zone>
 }
 
+// setNSAddrs sets the addresses the server listens on, known at start-up,
+// and what ns.dns answers follows them.
+func (m *MCS) setNSAddrs(addrs []net.IP) {
+	m.nsAddrs = addrs
+	m.idx.setGlueAddrs(addrs)
+}
+
 // Name implements plugin.Handler.
 func (m *MCS) Name() string { return pluginName }

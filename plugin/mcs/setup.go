@@ -59,7 +59,7 @@ func setup(c *caddy.Controller) error {
 	routeKlog()
 	m := newMCS(cfg, cl)
 	c.OnStartup(func() error {
-		m.nsAddrs = boundIPs(dnsserver.GetConfig(c).ListenHosts, interfaceAddrs)
+		m.setNSAddrs(boundIPs(dnsserver.GetConfig(c).ListenHosts, interfaceAddrs))
 		return nil
 	})
 	c.OnStartup(m.watcher.start)
