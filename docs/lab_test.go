@@ -50,8 +50,8 @@ const blockTimeout = 2 * time.Minute
 // hub's mcs-system), so this test runs bin/mcs-controller against the hub
 // with the members as kubeconfig contexts, limited to the pages' namespaces,
 // and member2's bin/coredns-mcs on loopback with the mcs stanza of
-// corefile/Corefile (answer vip, as in a member; the lab routes no ClusterIP,
-// but the pages only ask DNS for it). Blocks run in a copy of deploy/, from
+// corefile/Corefile (answer vip, as in a member; the pages only ask DNS for
+// a ClusterIP, never connect to it). Blocks run in a copy of deploy/, from
 // the top of that copy, so that nothing they write lands in the repository.
 func TestDocCommands(t *testing.T) {
 	l := labtest.Get(t)
