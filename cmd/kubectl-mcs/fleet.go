@@ -63,11 +63,11 @@ func (o *statusOptions) fleet(ctx context.Context) error {
 // fleetServices reads every MultiClusterService of the hub, and the
 // members unless --members.
 func (o *statusOptions) fleetServices(ctx context.Context, r *FleetReport) error {
-	if err := o.findMembers(ctx); err != nil {
-		return err
-	}
 	cfg, err := o.hubConfig()
 	if err != nil {
+		return err
+	}
+	if err := o.findMembers(ctx, cfg); err != nil {
 		return err
 	}
 	hub, err := mcsclientset.NewForConfig(cfg)

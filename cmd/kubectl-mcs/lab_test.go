@@ -155,12 +155,8 @@ func TestStatus(t *testing.T) {
 	for _, pods := range []int{2, 3} {
 		l.Apply(t, labtest.Member1, labtest.Deployment(ns, "foo", int32(pods)))
 		labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
-			out, err := kubectlMCS(t, "status", "foo", "-n", ns, "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json")
-			if err != nil {
-				return fmt.Errorf("%v: %s", err, out)
-			}
 			var r Report
-			if err := json.Unmarshal([]byte(out), &r); err != nil {
+			if err := statusJSON(t, &r, "foo", "-n", ns); err != nil {
 				return err
 			}
 			return statusSays(r, pods)
@@ -175,16 +171,22 @@ func TestStatus(t *testing.T) {
 	// MultiClusterService that names no member is one; foo is synced.
 	l.ApplyMultiClusterService(t, labtest.MultiClusterService(ns, "bad", api.RemoteAndLocal, []v1alpha1.ClusterName{"member9"}, nil))
 	labtest.Eventually(t, time.Minute, func(ctx context.Context) error {
-		out, err := kubectlMCS(t, "status", "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json")
-		if err != nil {
-			return fmt.Errorf("%v: %s", err, out)
-		}
 		var r FleetReport
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
+		if err := statusJSON(t, &r); err != nil {
 			return err
 		}
 		return fleetSays(r, ns)
 	})
+}
+
+// statusJSON runs kubectl mcs status -o json with args, the hub and
+// members 1 and 2, into out.
+func statusJSON(t *testing.T, out any, args ...string) error {
+	text, err := kubectlMCS(t, append([]string{"status", "--hub-context", labtest.Hub, "--members", "member1,member2", "-o", "json"}, args...)...)
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, text)
+	}
+	return json.Unmarshal([]byte(text), out)
 }
 
 // fleetSays fails unless r reaches both members, counts ns/foo synced, and

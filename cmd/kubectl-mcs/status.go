@@ -19,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -161,17 +162,13 @@ func (o *statusOptions) hubReport(ctx context.Context, r *Report) error {
 	default:
 		r.MultiClusterService = &HubReport{Strategy: string(m.Spec.Strategy), Conditions: conditions(m.Status.Conditions)}
 	}
-	return o.findMembers(ctx)
+	return o.findMembers(ctx, cfg)
 }
 
 // findMembers are the hub's member Secrets' clusters, unless --members.
-func (o *statusOptions) findMembers(ctx context.Context) error {
+func (o *statusOptions) findMembers(ctx context.Context, cfg *rest.Config) error {
 	if len(o.members) > 0 {
 		return nil
-	}
-	cfg, err := o.hubConfig()
-	if err != nil {
-		return err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
@@ -54,12 +52,20 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the demo failed: %v", err)
 	}
 
-	derived := clusterIPs(t, api.DerivedPrefix+svcName)
+	clusterIPs := func(name string) []string {
+		t.Helper()
+		ips, err := s.clusterIPs(t.Context(), member2, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ips
+	}
+	derived := clusterIPs(api.DerivedPrefix + svcName)
 	if !slices.Equal(res.NativeAnswer, derived) || !slices.Equal(res.ClusterSetAnswer, derived) || !slices.Equal(res.ServiceImportIPs, derived) {
 		t.Errorf("step 4: %s answered %v, %s %v, the ServiceImport has %v; want derived-serve's ClusterIPs %v",
 			nativeName, res.NativeAnswer, clustersetName, res.ClusterSetAnswer, res.ServiceImportIPs, derived)
 	}
-	local := clusterIPs(t, svcName)
+	local := clusterIPs(svcName)
 
 	// Step 5: every reply from member1, over each of its pods.
 	for what, replies := range map[string][]Reply{"step 5 native": res.Spread, "step 5 clusterset": res.ClusterSet} {
@@ -178,14 +184,4 @@ func checkSwitch(t *testing.T, what string, replies []Reply, after time.Duration
 		t.Errorf("%s: switched after %s, want a few seconds at most", what, after)
 	}
 	t.Logf("%s: %d replies, the first from %s after %s", what, len(replies), to, after)
-}
-
-// clusterIPs is member2's Service name's ClusterIPs, sorted.
-func clusterIPs(t *testing.T, name string) []string {
-	t.Helper()
-	svc, err := labtest.Get(t).Client(t, member2).CoreV1().Services(namespace).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sortIPs(slices.Clone(svc.Spec.ClusterIPs))
 }
