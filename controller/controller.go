@@ -46,6 +46,9 @@ type Options struct {
 	// empty: every namespace.
 	Namespaces []string
 	Workers    int
+	// MemberInFlight bounds the services whose writes are under way in
+	// one member at once (fanout.go); 0: no bound.
+	MemberInFlight int
 	// Namespace is the controller's own namespace: its services are never
 	// exported (see protected.go), nor are those AllowExport does not name.
 	Namespace   string
@@ -79,6 +82,7 @@ type Controller struct {
 	// sync did not wait for did, by flight; slowMembers the members a
 	// sync does not wait for (fanout.go).
 	flights, landed, slowMembers sync.Map
+	slots                        *slots
 	// prunedFields holds, by member, the ServiceImport fields its CRD
 	// drops (imports.go).
 	prunedFields sync.Map
@@ -101,6 +105,7 @@ func New(opts Options) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"},
 		),
 		track:   newTracker(),
+		slots:   newSlots(opts.MemberInFlight),
 		crdPoll: crdPoll, memberWait: memberWait,
 	}
 	broadcaster := record.NewBroadcaster()

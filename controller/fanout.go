@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
@@ -38,6 +39,11 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 			out.merge(done.(*outcome))
 		}
 		if _, busy := c.flights.LoadOrStore(f, true); busy {
+			out.wait(m.Name)
+			continue
+		}
+		if !c.slots.take(f) {
+			c.flights.Delete(f)
 			out.wait(m.Name)
 			continue
 		}
@@ -93,5 +99,58 @@ func (c *Controller) fly(f flight, m *members.Member, fn func(*members.Member, *
 		c.slowMembers.Delete(m.Name)
 	}
 	c.flights.Delete(f)
+	if key, ok := c.slots.give(m.Name); ok {
+		c.queue.Add(key)
+	}
 	landings <- landing{m.Name, mine}
+}
+
+// slots bound the services whose writes are under way in one member at
+// once. Past that, a member's API server only queues them (an initial sync
+// of thousands of services, a member that hangs): each write then takes
+// longer, times out and is retried, and more of them make it slower, not
+// faster. A service that finds no free slot is deferred: its key is queued
+// again when a slot of that member frees, the oldest first, and the other
+// members are written meanwhile.
+type slots struct {
+	mu       sync.Mutex
+	limit    int                 // per member; 0: no bound
+	busy     map[string]int      // by member
+	deferred map[string][]string // by member: keys waiting for a slot, oldest first
+	waiting  map[flight]bool     // the deferred keys, by member
+}
+
+func newSlots(limit int) *slots {
+	return &slots{limit: limit, busy: map[string]int{}, deferred: map[string][]string{}, waiting: map[flight]bool{}}
+}
+
+// take takes a slot of f's member for f, or defers f's key.
+func (s *slots) take(f flight) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit == 0 || s.busy[f.cluster] < s.limit {
+		s.busy[f.cluster]++
+		return true
+	}
+	if !s.waiting[f] {
+		s.waiting[f] = true
+		s.deferred[f.cluster] = append(s.deferred[f.cluster], f.key)
+	}
+	return false
+}
+
+// give frees a slot of cluster, and returns the key that waited for one
+// longest, if any.
+func (s *slots) give(cluster string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy[cluster]--
+	q := s.deferred[cluster]
+	if len(q) == 0 {
+		return "", false
+	}
+	key := q[0]
+	s.deferred[cluster] = q[1:]
+	delete(s.waiting, flight{cluster, key})
+	return key, true
 }

@@ -65,3 +65,54 @@ func TestHungMemberSlowsNoOne(t *testing.T) {
 		t.Error("member3 never got the change once its writes went through")
 	}
 }
+
+// A member's slots bound the services whose writes are under way there: a
+// service that finds none free is deferred, and queued again once one
+// frees; the other members are written meanwhile.
+func TestMemberSlotsBoundWrites(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0),
+			service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2"), export("bar", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	})
+	f.c.memberWait = 100 * time.Millisecond
+	f.c.slots = newSlots(1)
+	release := make(chan struct{})
+	hang := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if slices.Contains([]string{"create", "update", "delete"}, a.GetVerb()) {
+			<-release
+		}
+		return false, nil, nil
+	}
+	f.kube[m3].PrependReactor("*", "*", hang)
+	f.mcs[m3].PrependReactor("*", "*", hang)
+
+	f.sync("demo/foo") // member3's one slot: foo's writes, hung
+	bar := firstImport("bar", "imported-member1-bar-1")
+	expect(t, "bar, no slot free in member3", f.sync("demo/bar"), writes{m1: append(slices.Clone(bar), "update serviceexports/status demo/bar"), m2: bar})
+	if _, ok := f.c.flights.Load(flight{m3, "demo/bar"}); ok {
+		t.Error("bar's writes are under way in member3, whose one slot foo's hold")
+	}
+	for queued(f.c, "demo/bar") { // drop what the syncs queued so far
+	}
+
+	close(release)
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queued(f.c, "demo/bar"), nil
+	})
+	if err != nil {
+		t.Fatal("bar was not queued again once member3's slot freed")
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		f.sync("demo/foo")
+		f.sync("demo/bar")
+		client := f.kube[m3].DiscoveryV1().EndpointSlices(ns)
+		_, errFoo := client.Get(t.Context(), "imported-member1-foo-1", metav1.GetOptions{})
+		_, errBar := client.Get(t.Context(), "imported-member1-bar-1", metav1.GetOptions{})
+		return errFoo == nil && errBar == nil, nil
+	})
+	if err != nil {
+		t.Error("member3 never got both services")
+	}
+}

@@ -69,7 +69,7 @@ func (c *Controller) setConditions(ctx context.Context, mcs *v1alpha1.MultiClust
 	var news []metav1.Condition
 	for _, cond := range conds {
 		cond.ObservedGeneration = mcs.Generation
-		if was := meta.FindStatusCondition(mcs.Status.Conditions, cond.Type); was == nil || was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message {
+		if was := meta.FindStatusCondition(mcs.Status.Conditions, cond.Type); newsworthy(was, cond) {
 			news = append(news, cond)
 		}
 		changed = meta.SetStatusCondition(&upd.Status.Conditions, cond) || changed
@@ -86,6 +86,17 @@ func (c *Controller) setConditions(ctx context.Context, mcs *v1alpha1.MultiClust
 		c.event(mcs, cond)
 	}
 	return nil
+}
+
+// newsworthy reports whether a condition's change gets an Event: a
+// failure always, a success when it follows another state. A
+// MultiClusterService's first True conditions say so in its status; three
+// Events each would double the hub's writes of an initial sync.
+func newsworthy(was *metav1.Condition, cond metav1.Condition) bool {
+	if was == nil {
+		return cond.Status != metav1.ConditionTrue
+	}
+	return was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message
 }
 
 func (c *Controller) event(mcs *v1alpha1.MultiClusterService, cond metav1.Condition) {

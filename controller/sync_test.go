@@ -366,6 +366,48 @@ func TestInvalidSpec(t *testing.T) {
 	f.sliceOf(m2, "imported-member1-foo-1")
 }
 
+// Events say what changed: a new service's first True conditions record
+// none (the status says so; an initial sync would write three Events per
+// service), a failure and the recovery from it do.
+func TestEventsSayWhatChanged(t *testing.T) {
+	valid := multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)
+	f := newFixture(t, world{
+		hub: {valid},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+	})
+	f.sync("demo/foo")
+	f.change(hub, multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}, true), "update")
+	f.sync("demo/foo")
+	// Events are sent in order: once the failure's is there, a first
+	// sync's would be too.
+	awaitEvent(t, f, "foo", reasonInvalidSpec)
+	if reasons := eventReasons(t, f, "foo"); slices.Contains(reasons, reasonApplied) || slices.Contains(reasons, reasonCollected) {
+		t.Errorf("Events after the first sync and a typo: %v, want none for the first True conditions", reasons)
+	}
+	fixed := f.mcsOf("foo").DeepCopy()
+	fixed.Spec = valid.Spec
+	f.change(hub, fixed, "update")
+	f.sync("demo/foo")
+	awaitEvent(t, f, "foo", reasonApplied)
+	awaitEvent(t, f, "foo", reasonCollected)
+}
+
+func eventReasons(t *testing.T, f *fixture, name string) []string {
+	t.Helper()
+	list, err := f.hubKube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
 // awaitEvent waits for an Event of reason on MultiClusterService name:
 // events are sent apart from the status.
 func awaitEvent(t *testing.T, f *fixture, name, reason string) {

@@ -47,7 +47,7 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
-	workers, maxObjects                                    int
+	workers, maxObjects, memberInFlight                    int
 	qps                                                    float64
 	burst                                                  int
 	leaderElect, allowInsecureMemberTLS                    bool
@@ -73,8 +73,9 @@ func parseFlags() *flags {
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
 	fs.IntVar(&f.maxObjects, "member-max-objects", 100000, "objects the controller may hold of one member (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")
-	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes)")
-	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to each cluster's API server")
+	fs.IntVar(&f.memberInFlight, "member-max-in-flight", 16, "services whose writes are under way in one member at once; more wait for a slot rather than queue in its API server; 0: no bound")
+	fs.Float64Var(&f.qps, "kube-api-qps", 1000, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes; --member-max-in-flight bounds the load)")
+	fs.IntVar(&f.burst, "kube-api-burst", 2000, "burst of queries to each cluster's API server")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease on the hub")
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over an unrenewed leadership")
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading")
@@ -161,7 +162,7 @@ func run(f *flags) error {
 
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
-			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers,
+			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
 			Namespace: f.namespace, AllowExport: f.allowExport, StaleAfter: f.sourceLeaseDuration,
 		})
 		ready.set(c.Synced)

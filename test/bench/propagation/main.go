@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,8 @@ type options struct {
 	headless                        bool
 
 	services, endpoints, changes, workers int
+	ceilingServices                       int
+	ceilingInFlight                       []int // the plain write loads, by services at once
 
 	convergeTimeout, changeTimeout, burstTimeout, timeout time.Duration
 	cleanupTimeout                                        time.Duration
@@ -50,7 +53,7 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	var extra, consumers string
+	var extra, consumers, inFlight string
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "_output/lab/kubeconfig", "kubeconfig of the lab (contexts hub, member1, member2)")
 	flag.StringVar(&o.controller, "controller", "bin/mcs-controller", "the mcs-controller binary")
 	flag.StringVar(&o.coredns, "coredns", "bin/coredns-mcs", "the coredns-mcs binary")
@@ -64,6 +67,8 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.endpoints, "endpoints", 3, "ready endpoints per source slice; a change moves the first one to a new address")
 	flag.IntVar(&o.changes, "changes", 200, "single changes, one at a time, round-robin over the services")
 	flag.IntVar(&o.workers, "workers", 32, "concurrent API writes of the benchmark itself (objects and the burst)")
+	flag.IntVar(&o.ceilingServices, "ceiling-services", 500, "services of each plain write load that measures the consumer's API server's ceiling (0: none)")
+	flag.StringVar(&inFlight, "ceiling-in-flight", "1,16,64", "services written at once by the plain write loads, comma-separated")
 	flag.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "bound on the initial sync of every service")
 	flag.DurationVar(&o.changeTimeout, "change-timeout", 10*time.Second, "bound on one single change to be seen and answered")
 	flag.DurationVar(&o.burstTimeout, "burst-timeout", 3*time.Minute, "bound on the burst")
@@ -75,6 +80,13 @@ func parseFlags() (options, error) {
 	}
 	o.controllerArgs = strings.Fields(extra)
 	o.consumers = strings.Split(consumers, ",")
+	for _, f := range strings.Split(inFlight, ",") {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 {
+			return o, fmt.Errorf("-ceiling-in-flight: %q is not a positive number", f)
+		}
+		o.ceilingInFlight = append(o.ceilingInFlight, k)
+	}
 	return o, o.validate()
 }
 
@@ -86,6 +98,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("-endpoints must be in 1..%d (the address plan)", maxEndpoints)
 	case o.changes < 1 || o.workers < 1:
 		return errors.New("-changes and -workers must be positive")
+	case o.ceilingServices < 0 || o.ceilingServices > maxServices:
+		return fmt.Errorf("-ceiling-services must be in 0..%d (the address plan)", maxServices)
 	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
 		return fmt.Errorf("-consumers must be %s or %s", consumerCluster, strings.Join(allConsumers, ","))
 	case o.convergeTimeout <= 0 || o.changeTimeout <= 0 || o.burstTimeout <= 0 || o.timeout <= 0 || o.cleanupTimeout <= 0:
@@ -137,6 +151,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	}
 	defer watch.stop()
 	defer func() { res.controllerErrors = procs.controllerErrors() }()
+	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.opts.consumers...))
 	if err := procs.start(ctx, w); err != nil {
 		return fmt.Errorf("starting the processes: %w", err)
 	}
@@ -144,6 +159,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	if res.initial, err = b.converge(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}
+	res.initialAPI = sampler.stop(ctx)
 	if res.single, err = b.singleChanges(ctx); err != nil {
 		return fmt.Errorf("single changes: %w", err)
 	}
@@ -161,6 +177,13 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	}
 	if res.restart, err = b.restart(ctx); err != nil {
 		return fmt.Errorf("restart: %w", err)
+	}
+	if w.opts.ceilingServices == 0 {
+		return nil
+	}
+	// Last: the controller, idle, writes only Leases meanwhile.
+	if res.ceiling, err = w.ceiling(ctx); err != nil {
+		return fmt.Errorf("ceiling: %w", err)
 	}
 	return nil
 }

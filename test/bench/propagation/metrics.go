@@ -177,13 +177,26 @@ func (s *scrape) timingsSince(before *scrape) []timing {
 
 // minus is h's observations that o had not made; o is an earlier scrape of
 // the same series (empty when the series was not there yet).
-func (h histogram) minus(o histogram) histogram {
+func (h histogram) minus(o histogram) histogram { return h.with(o, -1) }
+
+// plus adds o's observations to h's; o has the same buckets.
+func (h histogram) plus(o histogram) histogram { return h.with(o, 1) }
+
+// with adds (sign 1) or takes away (-1) o's observations; o of other
+// buckets (none) changes nothing.
+func (h histogram) with(o histogram, sign int) histogram {
 	if len(o.counts) != len(h.counts) {
 		return h
 	}
-	d := histogram{bounds: h.bounds, count: h.count - o.count, sum: h.sum - o.sum, counts: make([]uint64, len(h.counts))}
+	add := func(a, b uint64) uint64 {
+		if sign < 0 {
+			return a - b
+		}
+		return a + b
+	}
+	d := histogram{bounds: h.bounds, count: add(h.count, o.count), sum: h.sum + float64(sign)*o.sum, counts: make([]uint64, len(h.counts))}
 	for i := range h.counts {
-		d.counts[i] = h.counts[i] - o.counts[i]
+		d.counts[i] = add(h.counts[i], o.counts[i])
 	}
 	return d
 }

@@ -28,6 +28,8 @@ type results struct {
 	// the burst.
 	rssInitial, rssBurst int64
 	rssDNS               int64    // coredns-mcs's, after the initial sync
+	initialAPI           []apiPhase     // the API servers during the initial sync
+	ceiling              []ceilingLevel // the consumer's API server under plain write loads
 	controllerErrors     []string // error lines of the controller's log
 }
 
@@ -44,6 +46,7 @@ func (r *results) markdown() string {
 	r.latencyTable(&b)
 	r.writesTable(&b)
 	r.timingsTable(&b)
+	r.apiTable(&b)
 	if n := len(r.controllerErrors); n > 0 {
 		fmt.Fprintf(&b, "\nThe controller logged %d error lines; the first:\n\n```\n%s\n```\n", n, strings.Join(r.controllerErrors[:min(n, 5)], "\n"))
 	}
@@ -207,4 +210,58 @@ func seconds(v float64) string {
 		return "–"
 	}
 	return ms(time.Duration(v * float64(time.Second)))
+}
+
+// apiTable shows the API servers' own figures: during the initial sync,
+// and under the plain write loads of the ceiling.
+func (r *results) apiTable(b *strings.Builder) {
+	fmt.Fprintf(b, "\n## The API servers (their own /metrics)\n\n")
+	fmt.Fprintf(b, "Writes each answered (`%s`; mean, and p99 within its buckets) and the most mutating requests it had in flight (`%s`, sampled every %s).\n\n", requestMetric, inflightMetric, sampleEvery)
+	fmt.Fprintf(b, "| phase | cluster | request | count | mean | p99 |\n|---|---|---|---|---|---|\n")
+	rows := func(phase string, api []apiPhase) {
+		for _, a := range api {
+			for _, t := range a.requests {
+				fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", phase, a.cluster, t.series, t.count, seconds(t.mean()), quantileText(t.histogram, 0.99))
+			}
+		}
+	}
+	rows("initial sync", r.initialAPI)
+	for _, l := range r.ceiling {
+		rows(fmt.Sprintf("ceiling, %d at once", l.inFlight), l.api)
+	}
+	b.WriteString("\n")
+	for _, a := range r.initialAPI {
+		fmt.Fprintf(b, "- initial sync, %s: %d writes, %.0f per second over the %s; at most %.0f mutating requests in flight.\n", a.cluster, a.writes(), float64(a.writes())/r.initial.took.Seconds(), r.initial.took.Round(time.Millisecond), a.maxInflight)
+	}
+	r.ceilingSummary(b)
+}
+
+// ceilingSummary shows each plain write load, and the initial sync into
+// member2 as a fraction of the best.
+func (r *results) ceilingSummary(b *strings.Builder) {
+	if len(r.ceiling) == 0 {
+		return
+	}
+	var best ceilingLevel
+	for _, l := range r.ceiling {
+		fmt.Fprintf(b, "- ceiling, %d services at once: %d writes (derived Service, ServiceImport, its status, slice per service) in %s, %.0f per second; at most %.0f mutating requests in flight.\n",
+			l.inFlight, l.writes, l.took.Round(time.Millisecond), l.perSecond(), maxInflight(l.api))
+		if l.perSecond() > best.perSecond() || best.took == 0 {
+			best = l
+		}
+	}
+	for _, a := range r.initialAPI {
+		if a.cluster == consumerCluster {
+			rate := float64(a.writes()) / r.initial.took.Seconds()
+			fmt.Fprintf(b, "- the initial sync wrote into %s at %.0f per second: %.2f of its ceiling (%.0f per second, %d at once).\n", consumerCluster, rate, rate/best.perSecond(), best.perSecond(), best.inFlight)
+		}
+	}
+}
+
+func maxInflight(api []apiPhase) float64 {
+	var m float64
+	for _, a := range api {
+		m = max(m, a.maxInflight)
+	}
+	return m
 }

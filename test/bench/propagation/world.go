@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -81,6 +82,7 @@ func importedName(i int) string { return api.ImportedPrefix + providerCluster + 
 type world struct {
 	opts    options
 	clients map[string]kubernetes.Interface // by cluster
+	configs map[string]*rest.Config
 	hubDyn  dynamic.Interface
 
 	// By service: the source slice as last written, and its version.
@@ -89,7 +91,7 @@ type world struct {
 }
 
 func newWorld(o options) (*world, error) {
-	w := &world{opts: o, clients: map[string]kubernetes.Interface{}, sources: make([]*discoveryv1.EndpointSlice, o.services), versions: make([]int, o.services)}
+	w := &world{opts: o, clients: map[string]kubernetes.Interface{}, configs: map[string]*rest.Config{}, sources: make([]*discoveryv1.EndpointSlice, o.services), versions: make([]int, o.services)}
 	for _, c := range w.clusters() {
 		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 			&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
@@ -100,6 +102,7 @@ func newWorld(o options) (*world, error) {
 		// Thousands of writes, and a burst that must not be paced by
 		// client-go's default of 5 per second.
 		rc.QPS, rc.Burst, rc.UserAgent = 2000, 4000, "coredns-mcs-propagation-bench"
+		w.configs[c] = rc
 		if w.clients[c], err = kubernetes.NewForConfig(rc); err != nil {
 			return nil, err
 		}
@@ -157,7 +160,7 @@ func (w *world) ensure(ctx context.Context) (objectCounts, error) {
 		return objectCounts{}, err
 	}
 	for _, c := range w.clusters() {
-		if err := w.ensureNamespace(ctx, c); err != nil {
+		if err := w.ensureNamespace(ctx, c, w.opts.namespace); err != nil {
 			return objectCounts{}, err
 		}
 	}
@@ -214,13 +217,12 @@ func (w *world) ensureCRD(ctx context.Context) error {
 // namespaceTimeout bounds waiting for a namespace of an earlier run to go.
 const namespaceTimeout = 5 * time.Minute
 
-// ensureNamespace creates the namespace in cluster, labelled as this
+// ensureNamespace creates namespace name in cluster, labelled as this
 // benchmark's, after waiting for one of an earlier run to finish
 // terminating. A namespace of the same name that this benchmark did not make
 // is an error: it would be deleted at the end.
-func (w *world) ensureNamespace(ctx context.Context, cluster string) error {
+func (w *world) ensureNamespace(ctx context.Context, cluster, name string) error {
 	nss := w.clients[cluster].CoreV1().Namespaces()
-	name := w.opts.namespace
 	err := wait.PollUntilContextTimeout(ctx, time.Second, namespaceTimeout, true, func(ctx context.Context) (bool, error) {
 		ns, err := nss.Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -422,11 +424,13 @@ func (w *world) cleanup(procs *processes) error {
 	err := w.deleteMCS(ctx, procs)
 	procs.stopAll()
 	for _, c := range w.members() {
-		err = errors.Join(err, w.deleteServices(ctx, c))
+		err = errors.Join(err, w.deleteServices(ctx, c, w.opts.namespace))
 	}
+	err = errors.Join(err, w.deleteServices(ctx, consumerCluster, w.ceilingNamespace()))
 	for _, c := range w.clusters() {
-		err = errors.Join(err, w.deleteNamespace(ctx, c))
+		err = errors.Join(err, w.deleteNamespace(ctx, c, w.opts.namespace))
 	}
+	err = errors.Join(err, w.deleteNamespace(ctx, consumerCluster, w.ceilingNamespace()))
 	if err != nil {
 		return fmt.Errorf("cleanup: %w", err)
 	}
@@ -475,32 +479,32 @@ func (w *world) deleteMCS(ctx context.Context, procs *processes) error {
 	})
 }
 
-func (w *world) deleteServices(ctx context.Context, cluster string) error {
-	services := w.clients[cluster].CoreV1().Services(w.opts.namespace)
+func (w *world) deleteServices(ctx context.Context, cluster, namespace string) error {
+	services := w.clients[cluster].CoreV1().Services(namespace)
 	list, err := services.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing services in %s/%s: %w", cluster, w.opts.namespace, err)
+		return fmt.Errorf("listing services in %s/%s: %w", cluster, namespace, err)
 	}
 	return forEach(ctx, w.opts.workers, len(list.Items), func(ctx context.Context, i int) error {
 		if err := services.Delete(ctx, list.Items[i].Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-			return fmt.Errorf("deleting service %s/%s in %s: %w", w.opts.namespace, list.Items[i].Name, cluster, err)
+			return fmt.Errorf("deleting service %s/%s in %s: %w", namespace, list.Items[i].Name, cluster, err)
 		}
 		return nil
 	})
 }
 
-// deleteNamespace deletes the namespace in cluster if this benchmark made it.
-func (w *world) deleteNamespace(ctx context.Context, cluster string) error {
+// deleteNamespace deletes namespace name in cluster if this benchmark made it.
+func (w *world) deleteNamespace(ctx context.Context, cluster, name string) error {
 	nss := w.clients[cluster].CoreV1().Namespaces()
-	ns, err := nss.Get(ctx, w.opts.namespace, metav1.GetOptions{})
+	ns, err := nss.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || err == nil && ns.Labels[api.LabelManagedBy] != benchManagedBy {
 		return nil
 	}
 	if err == nil {
-		err = ignoreNotFound(nss.Delete(ctx, w.opts.namespace, metav1.DeleteOptions{}))
+		err = ignoreNotFound(nss.Delete(ctx, name, metav1.DeleteOptions{}))
 	}
 	if err != nil {
-		return fmt.Errorf("deleting namespace %s in %s: %w", w.opts.namespace, cluster, err)
+		return fmt.Errorf("deleting namespace %s in %s: %w", name, cluster, err)
 	}
 	return nil
 }
