@@ -33,7 +33,12 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 
 	mcs := c.hubMCSOf(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
-		return c.addFinalizer(ctx, mcs) // its update queues the key again
+		// Before anything is written for it; the sync goes on with the
+		// object as the update returned it, rather than wait for its echo.
+		if err := c.addFinalizer(ctx, mcs); err != nil {
+			return err
+		}
+		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
 	plan := desired.Compute(in)

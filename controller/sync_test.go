@@ -60,14 +60,15 @@ func TestStoryOne(t *testing.T) {
 		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, false)},
 		m1:  {service("foo", false, t0), slice("foo", "foo-abc", 1, "10.1.0.1", "10.1.0.2")},
 	})
-	expect(t, "first sync", f.sync("demo/foo"), writes{hub: {"update multiclusterservices demo/foo"}})
+	// The finalizer first, then in the same sync everything else.
+	expect(t, "first sync", f.sync("demo/foo"), writes{
+		hub: {"update multiclusterservices demo/foo", "update multiclusterservices/status demo/foo"},
+		m2:  append([]string{"create namespaces demo"}, firstImport("foo", "imported-member1-foo-abc")...),
+	})
 	if !slices.Contains(f.mcsOf("foo").Finalizers, v1alpha1.Finalizer) {
 		t.Fatalf("finalizers %v, want %s", f.mcsOf("foo").Finalizers, v1alpha1.Finalizer)
 	}
-	expect(t, "second sync", f.sync("demo/foo"), writes{
-		hub: {"update multiclusterservices/status demo/foo"},
-		m2:  append([]string{"create namespaces demo"}, firstImport("foo", "imported-member1-foo-abc")...),
-	})
+	expect(t, "second sync", f.sync("demo/foo"), writes{})
 
 	imp, derived := f.importOf(m2, "foo"), f.serviceOf(m2, "derived-foo")
 	if imp.Annotations[api.AnnotationStrategy] != string(api.LocalFirst) || imp.Labels[api.LabelManagedBy] != api.ManagedBy {

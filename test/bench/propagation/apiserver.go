@@ -21,7 +21,10 @@ import (
 const (
 	requestMetric  = "apiserver_request_duration_seconds"
 	inflightMetric = "apiserver_current_inflight_requests"
-	sampleEvery    = 500 * time.Millisecond
+	cpuMetric      = "process_cpu_seconds_total"
+	// A /metrics page of an API server is megabytes: sampled more often,
+	// reading it would take a good part of the cores the phase measures.
+	sampleEvery = 2 * time.Second
 )
 
 // writeVerbs are the requests a write phase is about.
@@ -31,6 +34,7 @@ var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE"}
 type apiView struct {
 	requests map[string]histogram // by "VERB resource[/subresource]"
 	inflight float64              // mutating requests in flight
+	cpu      float64              // CPU seconds the API server has used
 }
 
 // apiPhase is what one API server did during a phase.
@@ -38,6 +42,7 @@ type apiPhase struct {
 	cluster     string
 	requests    []timing // writes during the phase, by verb and resource
 	maxInflight float64  // the most mutating requests in flight seen
+	cpu         float64  // CPU seconds the API server used
 }
 
 // apiSampler samples the API servers' /metrics until stopped.
@@ -47,9 +52,9 @@ type apiSampler struct {
 	stopCh   chan struct{}
 	wg       sync.WaitGroup
 
-	mu           sync.Mutex
+	mu            sync.Mutex
 	first, latest map[string]*apiView
-	maxInflight  map[string]float64
+	maxInflight   map[string]float64
 }
 
 // sampleAPIServers starts sampling the clusters' API servers every
@@ -107,7 +112,7 @@ func (s *apiSampler) stop(ctx context.Context) []apiPhase {
 		if first == nil {
 			continue
 		}
-		p := apiPhase{cluster: c, maxInflight: s.maxInflight[c]}
+		p := apiPhase{cluster: c, maxInflight: s.maxInflight[c], cpu: latest.cpu - first.cpu}
 		for _, k := range slices.Sorted(maps.Keys(latest.requests)) {
 			if d := latest.requests[k].minus(first.requests[k]); d.count > 0 {
 				p.requests = append(p.requests, timing{series: k, histogram: d})
@@ -148,6 +153,9 @@ func apiViewOf(families map[string]*dto.MetricFamily) *apiView {
 		if labels(m)["request_kind"] == "mutating" {
 			v.inflight = m.GetGauge().GetValue()
 		}
+	}
+	for _, m := range families[cpuMetric].GetMetric() {
+		v.cpu = m.GetCounter().GetValue()
 	}
 	return v
 }

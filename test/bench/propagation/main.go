@@ -151,6 +151,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	}
 	defer watch.stop()
 	defer func() { res.controllerErrors = procs.controllerErrors() }()
+	cpu := sampleCPU()
 	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.opts.consumers...))
 	if err := procs.start(ctx, w); err != nil {
 		return fmt.Errorf("starting the processes: %w", err)
@@ -159,7 +160,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	if res.initial, err = b.converge(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}
-	res.initialAPI = sampler.stop(ctx)
+	res.initialAPI, res.initialCPU = sampler.stop(ctx), sampleCPU().since(cpu)
 	if res.single, err = b.singleChanges(ctx); err != nil {
 		return fmt.Errorf("single changes: %w", err)
 	}

@@ -27,10 +27,11 @@ type results struct {
 	// The controller's resident memory after the initial sync and after
 	// the burst.
 	rssInitial, rssBurst int64
-	rssDNS               int64    // coredns-mcs's, after the initial sync
+	rssDNS               int64          // coredns-mcs's, after the initial sync
 	initialAPI           []apiPhase     // the API servers during the initial sync
+	initialCPU           []programCPU   // the machine's CPU during the initial sync, by program
 	ceiling              []ceilingLevel // the consumer's API server under plain write loads
-	controllerErrors     []string // error lines of the controller's log
+	controllerErrors     []string       // error lines of the controller's log
 }
 
 func (r *results) markdown() string {
@@ -231,9 +232,29 @@ func (r *results) apiTable(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	for _, a := range r.initialAPI {
-		fmt.Fprintf(b, "- initial sync, %s: %d writes, %.0f per second over the %s; at most %.0f mutating requests in flight.\n", a.cluster, a.writes(), float64(a.writes())/r.initial.took.Seconds(), r.initial.took.Round(time.Millisecond), a.maxInflight)
+		fmt.Fprintf(b, "- initial sync, %s: %d writes, %.0f per second over the %s; at most %.0f mutating requests in flight; the API server used %.1f s of CPU, %.1f ms per write.\n",
+			a.cluster, a.writes(), float64(a.writes())/r.initial.took.Seconds(), r.initial.took.Round(time.Millisecond), a.maxInflight, a.cpu, 1000*a.cpu/float64(a.writes()))
 	}
+	r.cpuSummary(b)
 	r.ceilingSummary(b)
+}
+
+// cpuSummary says where the machine's CPU went during the initial sync.
+func (r *results) cpuSummary(b *strings.Builder) {
+	if len(r.initialCPU) == 0 {
+		return
+	}
+	var parts []string
+	total := 0.0
+	for i, p := range r.initialCPU {
+		total += p.seconds
+		if i < 8 {
+			parts = append(parts, fmt.Sprintf("%s %.1f s", p.program, p.seconds))
+		}
+	}
+	took := r.initial.took.Seconds()
+	fmt.Fprintf(b, "- CPU during the initial sync (from the controller's start until it was quiet), by program: %s; %.1f s in all, of %.1f s that %d cores had over the %.1f s of the sync.\n",
+		strings.Join(parts, ", "), total, took*float64(runtime.NumCPU()), runtime.NumCPU(), took)
 }
 
 // ceilingSummary shows each plain write load, and the initial sync into
@@ -244,8 +265,8 @@ func (r *results) ceilingSummary(b *strings.Builder) {
 	}
 	var best ceilingLevel
 	for _, l := range r.ceiling {
-		fmt.Fprintf(b, "- ceiling, %d services at once: %d writes (derived Service, ServiceImport, its status, slice per service) in %s, %.0f per second; at most %.0f mutating requests in flight.\n",
-			l.inFlight, l.writes, l.took.Round(time.Millisecond), l.perSecond(), maxInflight(l.api))
+		fmt.Fprintf(b, "- ceiling, %d services at once: %d writes (derived Service, ServiceImport, its status, slice per service) in %s, %.0f per second; at most %.0f mutating requests in flight; %s.\n",
+			l.inFlight, l.writes, l.took.Round(time.Millisecond), l.perSecond(), maxInflight(l.api), apiCPU(l.api, l.writes))
 		if l.perSecond() > best.perSecond() || best.took == 0 {
 			best = l
 		}
@@ -256,6 +277,15 @@ func (r *results) ceilingSummary(b *strings.Builder) {
 			fmt.Fprintf(b, "- the initial sync wrote into %s at %.0f per second: %.2f of its ceiling (%.0f per second, %d at once).\n", consumerCluster, rate, rate/best.perSecond(), best.perSecond(), best.inFlight)
 		}
 	}
+}
+
+// apiCPU is the CPU the API servers used for writes.
+func apiCPU(api []apiPhase, writes int) string {
+	var cpu float64
+	for _, a := range api {
+		cpu += a.cpu
+	}
+	return fmt.Sprintf("the API server used %.1f s of CPU, %.1f ms per write", cpu, 1000*cpu/float64(writes))
 }
 
 func maxInflight(api []apiPhase) float64 {
