@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -53,7 +54,7 @@ type flags struct {
 	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
-	showVersion                                            bool
+	showVersion, profiling                                 bool
 	allowExport                                            []string
 	exportNamespaces                                       map[string][]string
 	logging                                                *logsapi.LoggingConfiguration
@@ -76,6 +77,7 @@ func parseFlags() *flags {
 	fs.IntVar(&f.memberInFlight, "member-max-in-flight", 16, "services whose writes are under way in one member at once; more wait for a slot rather than queue in its API server; 0: no bound")
 	fs.Float64Var(&f.qps, "kube-api-qps", 1000, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes; --member-max-in-flight bounds the load)")
 	fs.IntVar(&f.burst, "kube-api-burst", 2000, "burst of queries to each cluster's API server")
+	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's profiles under /debug/pprof/ on --http-address")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease on the hub")
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over an unrenewed leadership")
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading")
@@ -157,7 +159,7 @@ func run(f *flags) error {
 	defer stop()
 
 	var ready readiness
-	srv := serve(f.httpAddress, &ready)
+	srv := serve(f.httpAddress, &ready, f.profiling)
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 
 	work := func(ctx context.Context) error {
@@ -275,7 +277,7 @@ func (r *readiness) err() error {
 	return nil
 }
 
-func serve(addr string, ready *readiness) *http.Server {
+func serve(addr string, ready *readiness, profiling bool) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -286,6 +288,14 @@ func serve(addr string, ready *readiness) *http.Server {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", legacyregistry.Handler())
+	if profiling {
+		// As kube-controller-manager's --profiling: heap and CPU profiles
+		// say where a big fleet's memory and time go.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
