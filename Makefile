@@ -82,10 +82,10 @@ test-lab: build lab-bins
 # ratios (also in _output/bench/results.md); then propagation, with the
 # real mcs-controller from member1 to member2's coredns-mcs at 1,000
 # services (also in _output/bench/propagation.md); then the same at scale,
-# 10,000 headless services from member1 into member2 and member3
-# (_output/bench/scale.md). SCALE_FLAGS come last, so they override.
+# 10,000 headless services from member1 into every member (member1 and
+# member2), then member3 joining (_output/bench/scale.md). SCALE_FLAGS come last, so they override.
 # A quick run: make bench BENCH_FLAGS='-services 1000 -duration 5s' PROP_FLAGS='-services 200 -changes 50' SCALE_FLAGS='-services 500'
-SCALE := -services 10000 -consumers member2,member3 -headless -namespace mcs-scale -report scale.md \
+SCALE := -services 10000 -consumers member2 -join member3 -headless -namespace mcs-scale -report scale.md \
   -converge-timeout 60m -burst-timeout 15m -timeout 120m -cleanup-timeout 40m
 bench: build lab-up
 	$(GO) run ./test/bench $(BENCH_FLAGS)

@@ -336,12 +336,28 @@ func (c *Controller) relevant(namespace, name string) bool {
 
 // memberChanged queues every service when a member comes, goes, syncs or
 // changes reachability, and again once a member that is not healthy now
-// would be stale (desired/stale.go).
-func (c *Controller) memberChanged(string) {
+// would be stale (desired/stale.go). A member that joined and is still
+// being probed and listed queues nothing until it has settled: every
+// service would otherwise report it unreachable, then recover, two status
+// writes and two Events each (a join of a 10,000-service fleet).
+func (c *Controller) memberChanged(name string) {
+	if m := c.member(name); m != nil && !m.Settled() {
+		return
+	}
 	c.enqueueAll()
 	if c.opts.StaleAfter > 0 {
 		c.enqueueAllAfter(c.opts.StaleAfter)
 	}
+}
+
+// member is the registered member of that name, or nil.
+func (c *Controller) member(name string) *members.Member {
+	for _, m := range c.opts.Members.List() {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // enqueueAll queues every service something multi-cluster is asked of, or

@@ -81,7 +81,7 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 		return
 	}
 	m.mu.Lock()
-	was := m.reachable
+	was, first := m.reachable, !m.probed
 	m.failures++
 	if err == nil {
 		m.failures = 0
@@ -106,7 +106,9 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	case !was:
 		klog.InfoS("Member reachable", "cluster", m.Name, "source", m.Source)
 	}
-	if was != now && h.Changed != nil {
+	// The first probe settles a member that does not answer (Settled):
+	// that is news too.
+	if (was != now || first) && h.Changed != nil {
 		h.Changed(m.Name)
 	}
 }

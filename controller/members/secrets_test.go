@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,11 +36,19 @@ func secretRegistryBounded(t *testing.T, bounds map[string][]string, objs ...run
 	hub := k8sfake.NewSimpleClientset(objs...)
 	events := record.NewFakeRecorder(100)
 	ctxMember := New("context1", "context context1 of members.kubeconfig", k8sfake.NewSimpleClientset(), mcsapifake.NewSimpleClientset())
-	r, err := NewRegistry(Options{
+	r := runRegistry(t, Options{
 		Hub: hub, Namespace: "mcs-system", QPS: 5, Burst: 10, ProbeEvery: time.Hour,
 		Ready:    func(context.Context, *Member) error { return errors.New("down") },
 		Recorder: events, Members: []*Member{ctxMember}, ExportNamespaces: bounds,
-	})
+	}, Handlers{})
+	return r, hub, &eventLog{rec: events}
+}
+
+// runRegistry runs a registry with handlers h until the test ends, once
+// it has listed the member Secrets.
+func runRegistry(t *testing.T, opts Options, h Handlers) *Registry {
+	t.Helper()
+	r, err := NewRegistry(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +56,7 @@ func secretRegistryBounded(t *testing.T, bounds map[string][]string, objs ...run
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Run(ctx, Handlers{})
+		r.Run(ctx, h)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -58,7 +68,7 @@ func secretRegistryBounded(t *testing.T, bounds map[string][]string, objs ...run
 		}
 		return nil
 	})
-	return r, hub, &eventLog{rec: events}
+	return r
 }
 
 func eventually(t *testing.T, cond func() error) {
@@ -200,4 +210,47 @@ func TestDuplicateSecrets(t *testing.T) {
 	}
 	refusedNow(t, reasonDuplicate, 0)
 	registeredBy(t, r, "context1", "context context1 of members.kubeconfig")
+}
+
+// A member that joins at run time and does not answer is news once its
+// first probe settles it: the controller queues nothing for a member still
+// being probed, so that every service does not report it unreachable and
+// then recover, and it must hear when the member is known not to answer.
+func TestJoinedMemberSettles(t *testing.T) {
+	hub := k8sfake.NewSimpleClientset()
+	var mu sync.Mutex
+	var settledOnChange []bool
+	var r *Registry
+	r = runRegistry(t, Options{
+		Hub: hub, Namespace: "mcs-system", QPS: 5, Burst: 10, ProbeEvery: time.Hour,
+		// Slow to fail, so that the registration is news before the probe.
+		Ready: func(context.Context, *Member) error {
+			time.Sleep(100 * time.Millisecond)
+			return errors.New("down")
+		},
+		Recorder: record.NewFakeRecorder(100),
+	}, Handlers{Changed: func(name string) {
+		if name != "member1" {
+			return
+		}
+		for _, m := range r.List() {
+			if m.Name == name {
+				mu.Lock()
+				settledOnChange = append(settledOnChange, m.Settled())
+				mu.Unlock()
+			}
+		}
+	}})
+	s := memberSecret("member1", "member1", 100, kubeconfig("https://127.0.0.1:1", "", "token: t"))
+	if _, err := hub.CoreV1().Secrets("mcs-system").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(settledOnChange, true) {
+			return fmt.Errorf("changes of member1 when it was settled: %v, want one once its first probe failed", settledOnChange)
+		}
+		return nil
+	})
 }

@@ -40,6 +40,7 @@ type options struct {
 	namespace, outDir, report       string
 	controllerArgs                  []string // more flags for mcs-controller
 	consumers                       []string // consumption clusters, member2 first
+	join                            string   // a consumption cluster that joins after the initial sync
 	headless                        bool
 
 	services, endpoints, changes, workers int
@@ -62,6 +63,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.report, "report", "propagation.md", "file name of the report in -out")
 	flag.StringVar(&extra, "controller-args", "", "more flags for mcs-controller, space-separated (e.g. '--kube-api-qps=500 --workers=8')")
 	flag.StringVar(&consumers, "consumers", consumerCluster, "consumption clusters, comma-separated: member2, and member3 too for three members")
+	flag.StringVar(&o.join, "join", "", "a consumption cluster (member3) that joins once the initial sync is done, through a member Secret as kubectl mcs join makes; the MultiClusterServices then leave their consumption clusters to the fleet (every member: member1 takes its own back too)")
 	flag.BoolVar(&o.headless, "headless", false, "headless Services (clusterIP None), so that no ClusterIP is allocated: the lab's allocator is O(n²) in Services")
 	flag.IntVar(&o.services, "services", 1000, "services, each with one source EndpointSlice and one MultiClusterService")
 	flag.IntVar(&o.endpoints, "endpoints", 3, "ready endpoints per source slice; a change moves the first one to a new address")
@@ -98,6 +100,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("-endpoints must be in 1..%d (the address plan)", maxEndpoints)
 	case o.changes < 1 || o.workers < 1:
 		return errors.New("-changes and -workers must be positive")
+	case o.join != "" && (o.join != allConsumers[1] || !slices.Equal(o.consumers, allConsumers[:1])):
+		return fmt.Errorf("-join must be %s, with -consumers %s", allConsumers[1], consumerCluster)
 	case o.ceilingServices < 0 || o.ceilingServices > maxServices:
 		return fmt.Errorf("-ceiling-services must be in 0..%d (the address plan)", maxServices)
 	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
@@ -152,15 +156,21 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	defer watch.stop()
 	defer func() { res.controllerErrors = procs.controllerErrors() }()
 	cpu := sampleCPU()
-	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.opts.consumers...))
+	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.consumers(false)...))
 	if err := procs.start(ctx, w); err != nil {
 		return fmt.Errorf("starting the processes: %w", err)
 	}
-	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURL: procs.metricsURL()}
+	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURL: procs.metricsURL(), consumers: w.consumers(false)}
 	if res.initial, err = b.converge(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}
 	res.initialAPI, res.initialCPU = sampler.stop(ctx), sampleCPU().since(cpu)
+	if w.opts.join != "" {
+		if res.join, err = b.joinCluster(ctx); err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+	}
+	res.consumers = b.consumers
 	if res.single, err = b.singleChanges(ctx); err != nil {
 		return fmt.Errorf("single changes: %w", err)
 	}

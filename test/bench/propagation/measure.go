@@ -17,6 +17,7 @@ import (
 type bench struct {
 	w          *world
 	watch      watches
+	consumers  []string // the consumption clusters now
 	procs      *processes
 	dns        *resolver
 	metricsURL string
@@ -43,7 +44,7 @@ type arrival struct{ seen, answered time.Time }
 func (b *bench) converge(ctx context.Context) (*phase, error) {
 	n := b.w.opts.services
 	p := &phase{name: "initial sync", changes: n}
-	log.Printf("waiting until %d services are imported into %s and answered", n, strings.Join(b.w.opts.consumers, " and "))
+	log.Printf("waiting until %d services are imported into %s and answered", n, strings.Join(b.consumers, " and "))
 	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
 	defer cancel()
 	arrivals := make([]arrival, n)
@@ -53,7 +54,7 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range n {
 		want := answerOf(b.w.addresses(i, b.w.versions[i]))
-		ats := b.watch.await(importedName(i), want)
+		ats := b.watch.await(b.consumers, importedName(i), want)
 		g.Go(func() (err error) {
 			if arrivals[i], err = b.follow(gctx, i, ats, want, false); err == nil {
 				done.Add(1)
@@ -213,10 +214,10 @@ func (b *bench) observe(ctx context.Context, p *phase, fn func() error) error {
 // next is service i's next version, the answer it gives, and the channels
 // that tell when each consumer's watch sees it; registered before the
 // write, so that no event is missed.
-func (b *bench) next(i int) (int, string, []<-chan time.Time) {
+func (b *bench) next(i int) (int, string, []awaited) {
 	v := (b.w.versions[i] + 1) % versions
 	want := answerOf(b.w.addresses(i, v))
-	return v, want, b.watch.await(importedName(i), want)
+	return v, want, b.watch.await(b.consumers, importedName(i), want)
 }
 
 // change moves service i to its next version and returns when the update
@@ -236,20 +237,11 @@ func (b *bench) change(ctx context.Context, i int) (time.Time, arrival, error) {
 // coredns-mcs answers it: side by side when independent, else DNS polling
 // starts once the watches have seen it. The time seen is the last
 // consumer's.
-func (b *bench) follow(ctx context.Context, i int, ats []<-chan time.Time, want string, independent bool) (arrival, error) {
+func (b *bench) follow(ctx context.Context, i int, ats []awaited, want string, independent bool) (arrival, error) {
 	var a arrival
-	seen := func() error {
-		for k, at := range ats {
-			select {
-			case t := <-at:
-				a.seen = later(a.seen, t)
-			case <-ctx.Done():
-				iw := b.watch[k]
-				return fmt.Errorf("imported slice %s/%s in %s holds %q, want %q: %w",
-					b.w.opts.namespace, importedName(i), iw.cluster, iw.current(importedName(i)), want, context.Cause(ctx))
-			}
-		}
-		return nil
+	seen := func() (err error) {
+		a.seen, err = b.seen(ctx, i, ats, want)
+		return err
 	}
 	answered := func() (err error) {
 		a.answered, err = b.dns.poll(ctx, fqdn(i, b.w.opts.namespace), want)
@@ -265,6 +257,22 @@ func (b *bench) follow(ctx context.Context, i int, ats []<-chan time.Time, want 
 	g.Go(seen)
 	g.Go(answered)
 	return a, g.Wait()
+}
+
+// seen waits until every watch of ats saw service i's imported slice hold
+// want, and returns when the last one did.
+func (b *bench) seen(ctx context.Context, i int, ats []awaited, want string) (time.Time, error) {
+	var last time.Time
+	for _, w := range ats {
+		select {
+		case t := <-w.at:
+			last = later(last, t)
+		case <-ctx.Done():
+			return last, fmt.Errorf("imported slice %s/%s in %s holds %q, want %q: %w",
+				b.w.opts.namespace, importedName(i), w.iw.cluster, w.iw.current(importedName(i)), want, context.Cause(ctx))
+		}
+	}
+	return last, nil
 }
 
 // last is the latest answer of arrivals.

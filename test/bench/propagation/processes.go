@@ -42,7 +42,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 	if err != nil {
 		return err
 	}
-	membersKubeconfig, err := p.kubeconfig("members.kubeconfig", w.members()...)
+	membersKubeconfig, err := p.kubeconfig("members.kubeconfig", w.startMembers()...)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (p *processes) start(ctx context.Context, w *world) error {
 		"--kubeconfig", hubKubeconfig,
 		"--clusters-kubeconfig", membersKubeconfig,
 		"--watch-namespaces", w.opts.namespace,
-		"--namespace", "mcs-system", // its own: the controller exports no service of it
+		"--namespace", controllerNamespace, // its own: the controller exports no service of it
 		"--leader-elect=false",
 		"--http-address", p.hostPort(p.httpPort),
 	}, p.opts.controllerArgs...)

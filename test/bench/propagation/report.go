@@ -23,7 +23,8 @@ type results struct {
 	benchreport.Run
 	objects objectCounts
 
-	initial, single, burst, restart *phase
+	initial, join, single, burst, restart *phase
+	consumers                             []string // the consumption clusters at the end
 	// The controller's resident memory after the initial sync and after
 	// the burst.
 	rssInitial, rssBurst int64
@@ -80,7 +81,7 @@ func (r *results) latencyTable(b *strings.Builder) {
 		ds       []time.Duration
 		targeted bool
 	}{
-		{"one change at a time → imported slice seen " + inEach(r.opts.consumers) + " (watch)", r.single.seen, true},
+		{"one change at a time → imported slice seen " + inEach(r.consumers) + " (watch)", r.single.seen, true},
 		{"one change at a time → " + consumerCluster + "'s coredns-mcs answers the new address", r.single.answered, true},
 		{fmt.Sprintf("burst of %d → imported slice seen, per service", r.burst.changes), r.burst.seen, false},
 		{fmt.Sprintf("burst of %d → new answer, per service", r.burst.changes), r.burst.answered, false},
@@ -97,12 +98,20 @@ func (r *results) latencyTable(b *strings.Builder) {
 	fmt.Fprintf(b, "| burst of %d: first update sent → last one acknowledged (the benchmark's own writes) | | | | %s | | |\n", r.burst.changes, ms(r.burst.acked))
 	fmt.Fprintf(b, "| burst of %d: first update sent → every answer new | | | | %s | | |\n", r.burst.changes, ms(r.burst.took))
 	fmt.Fprintf(b, "| initial sync of %d services: controller started → every answer there | | | | %s | | |\n", r.initial.changes, ms(r.initial.took))
+	if r.join != nil {
+		fmt.Fprintf(b, "| %s joins (member Secret created) → every service imported there (watch) | | | | %s | | |\n", r.opts.join, ms(r.join.took))
+	}
 }
 
-func (r *results) phases() []*phase { return []*phase{r.initial, r.single, r.burst, r.restart} }
+func (r *results) phases() []*phase {
+	if r.join == nil {
+		return []*phase{r.initial, r.single, r.burst, r.restart}
+	}
+	return []*phase{r.initial, r.join, r.single, r.burst, r.restart}
+}
 
 func (r *results) writesTable(b *strings.Builder) {
-	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", inEach(r.opts.consumers))
+	fmt.Fprintf(b, "\n## Writes (mcs_writes_total)\n\nTarget: one EndpointSlice update %s per source change, nothing else. Lease renewals run on a clock (every 5 s), whatever changes.\n\n", inEach(r.consumers))
 	fmt.Fprintf(b, "| phase | cluster | kind | verb | result | writes | per change (initial sync: per service) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.phases() {
 		for _, w := range p.writes {
@@ -111,7 +120,7 @@ func (r *results) writesTable(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	for _, p := range []*phase{r.single, r.burst} {
-		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p, r.opts.consumers), p.syncs()/float64(p.changes))
+		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p, r.consumers), p.syncs()/float64(p.changes))
 	}
 	fmt.Fprintf(b, "- restart over the unchanged world: %s Every service synced %s after the restart.\n", restartVerdict(r.restart), r.restart.took.Round(time.Millisecond))
 	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync, %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,12 @@ func TestMarkdown(t *testing.T) {
 	}
 	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
 	r := &results{
-		opts:    options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}},
+		opts:      options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}, join: "member3"},
+		consumers: []string{consumerCluster},
+		join:      &phase{name: "join", changes: 2, took: 700 * time.Millisecond, writes: []writeCount{{writeKey{"member3", "EndpointSlice", "create", "success"}, 2}}},
+		initialAPI: []apiPhase{{cluster: consumerCluster, maxInflight: 16, cpu: 0.01,
+			requests: []timing{{"POST endpointslices", histogram{bounds: []float64{0.005, math.Inf(1)}, counts: []uint64{2, 2}, count: 2, sum: 0.004}}}}},
+		ceiling: []ceilingLevel{{inFlight: 16, services: 1, writes: 4, took: 40 * time.Millisecond, api: []apiPhase{{cluster: consumerCluster, cpu: 0.008}}}},
 		Run:     benchreport.Run{Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), Load: "1.00 2.00 3.00", Elapsed: time.Minute},
 		objects: objectCounts{total: 6, written: 6, took: 2 * time.Second},
 		initial: &phase{name: "initial sync", changes: 2, took: 1500 * time.Millisecond, writes: []writeCount{{writeKey{"hub", "MultiClusterService", "update", "success"}, 4}}},
@@ -109,6 +115,12 @@ func TestMarkdown(t *testing.T) {
 		"- restart over the unchanged world: no write but Leases. Target met. Every service synced 3s after the restart.",
 		"- resident memory (VmRSS): the controller 30.0 MiB after the initial sync, 31.5 MiB after the burst; member2's coredns-mcs 20.0 MiB after the initial sync.",
 		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
+		"| member3 joins (member Secret created) → every service imported there (watch) | | | | 700.0 ms | | |",
+		"| join | member3 | EndpointSlice | create | success | 2 | 1.00 |",
+		"| initial sync | member2 | POST endpointslices | 2 | 2.0 ms | 5.0 ms |",
+		"- initial sync, member2: 2 writes, 1 per second over the 1.5s; at most 16 mutating requests in flight; the API server used 0.0 s of CPU, 5.0 ms per write.",
+		"- ceiling, 16 services at once: 4 writes (derived Service, ServiceImport, its status, slice per service) in 40ms, 100 per second; at most 0 mutating requests in flight; the API server used 0.0 s of CPU, 2.0 ms per write.",
+		"- the initial sync wrote into member2 at 1 per second: 0.01 of its ceiling (100 per second, 16 at once).",
 		"Whole run: 1m0s.",
 	} {
 		if !strings.Contains(got, want) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,10 +37,10 @@ type waiter struct {
 // syncTimeout bounds the informer's initial list.
 const syncTimeout = time.Minute
 
-// watchImports watches every consumer.
+// watchImports watches every consumer, the one that joins too.
 func watchImports(ctx context.Context, w *world) (watches, error) {
 	var all watches
-	for _, c := range w.opts.consumers {
+	for _, c := range w.consumers(true) {
 		iw, err := watchImportsIn(ctx, w, c)
 		if err != nil {
 			all.stop()
@@ -87,11 +88,19 @@ func (ws watches) stop() {
 	}
 }
 
-// await is importWatch.await in every consumer.
-func (ws watches) await(slice, want string) []<-chan time.Time {
-	out := make([]<-chan time.Time, len(ws))
-	for i, iw := range ws {
-		out[i] = iw.await(slice, want)
+// awaited tells when one watch saw a slice take the value awaited.
+type awaited struct {
+	iw *importWatch
+	at <-chan time.Time
+}
+
+// await is importWatch.await in each of clusters.
+func (ws watches) await(clusters []string, slice, want string) []awaited {
+	var out []awaited
+	for _, iw := range ws {
+		if slices.Contains(clusters, iw.cluster) {
+			out = append(out, awaited{iw, iw.await(slice, want)})
+		}
 	}
 	return out
 }

@@ -124,8 +124,30 @@ func newWorld(o options) (*world, error) {
 // controller is given.
 func (w *world) clusters() []string { return append([]string{hubCluster}, w.members()...) }
 
+// members are every member the benchmark uses, the one that joins too.
 func (w *world) members() []string {
+	out := append([]string{providerCluster}, w.opts.consumers...)
+	if w.opts.join != "" {
+		out = append(out, w.opts.join)
+	}
+	return out
+}
+
+// startMembers are the members the controller is given at its start.
+func (w *world) startMembers() []string {
 	return append([]string{providerCluster}, w.opts.consumers...)
+}
+
+// consumers are the consumption clusters, before or after the join: with
+// -join, every member, member1 taking its own back too.
+func (w *world) consumers(joined bool) []string {
+	switch {
+	case w.opts.join == "":
+		return w.opts.consumers
+	case joined:
+		return append(w.startMembers(), w.opts.join)
+	}
+	return w.startMembers()
 }
 
 // forEach calls fn for 0..n-1 from at most workers goroutines and returns
@@ -398,7 +420,7 @@ func (w *world) createMCS(ctx context.Context, name string) error {
 		Spec: v1alpha1.MultiClusterServiceSpec{
 			Types:                      []v1alpha1.ExposureType{v1alpha1.CrossCluster},
 			ServiceProvisionClusters:   []v1alpha1.ClusterName{providerCluster},
-			ServiceConsumptionClusters: clusterNames(w.opts.consumers),
+			ServiceConsumptionClusters: w.consumptionClusters(),
 			Strategy:                   api.RemoteAndLocal,
 		},
 	}
@@ -428,6 +450,7 @@ func (w *world) cleanup(procs *processes) error {
 	procs.stopCoreDNS()
 	err := w.deleteMCS(ctx, procs)
 	procs.stopAll()
+	err = errors.Join(err, w.deleteMemberSecret(ctx))
 	for _, c := range w.members() {
 		err = errors.Join(err, w.deleteServices(ctx, c, w.opts.namespace))
 	}
@@ -512,6 +535,15 @@ func (w *world) deleteNamespace(ctx context.Context, cluster, name string) error
 		return fmt.Errorf("deleting namespace %s in %s: %w", name, cluster, err)
 	}
 	return nil
+}
+
+// consumptionClusters are the MultiClusterServices' consumers: with -join,
+// none named, so that the fleet's members are, as they join.
+func (w *world) consumptionClusters() []v1alpha1.ClusterName {
+	if w.opts.join != "" {
+		return nil
+	}
+	return clusterNames(w.opts.consumers)
 }
 
 func clusterNames(names []string) []v1alpha1.ClusterName {
