@@ -89,14 +89,18 @@ func (c *Controller) setConditions(ctx context.Context, mcs *v1alpha1.MultiClust
 }
 
 // newsworthy reports whether a condition's change gets an Event: a
-// failure always, a success when it follows another state. A
-// MultiClusterService's first True conditions say so in its status; three
-// Events each would double the hub's writes of an initial sync.
+// failure, and a success that follows another state. A success that only
+// says more (another consumer joined) is in the status: an Event per
+// service would double the hub's writes of an initial sync, or a member's
+// join.
 func newsworthy(was *metav1.Condition, cond metav1.Condition) bool {
-	if was == nil {
-		return cond.Status != metav1.ConditionTrue
+	switch {
+	case cond.Status != metav1.ConditionTrue:
+		return was == nil || was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message
+	case was == nil:
+		return false
 	}
-	return was.Status != cond.Status || was.Reason != cond.Reason || was.Message != cond.Message
+	return was.Status != cond.Status || was.Reason != cond.Reason
 }
 
 func (c *Controller) event(mcs *v1alpha1.MultiClusterService, cond metav1.Condition) {

@@ -369,7 +369,8 @@ func TestInvalidSpec(t *testing.T) {
 
 // Events say what changed: a new service's first True conditions record
 // none (the status says so; an initial sync would write three Events per
-// service), a failure and the recovery from it do.
+// service), nor does a True one that only says more; a failure and the
+// recovery from it do.
 func TestEventsSayWhatChanged(t *testing.T) {
 	valid := multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)
 	f := newFixture(t, world{
@@ -378,13 +379,17 @@ func TestEventsSayWhatChanged(t *testing.T) {
 		m2:  {ns1()},
 	})
 	f.sync("demo/foo")
+	more := f.mcsOf("foo").DeepCopy()
+	more.Spec.ServiceConsumptionClusters = []v1alpha1.ClusterName{m2, m3}
+	f.change(hub, more, "update")
+	f.sync("demo/foo") // Applied: "imported into member2, member3"
 	f.change(hub, multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{"member22"}, true), "update")
 	f.sync("demo/foo")
-	// Events are sent in order: once the failure's is there, a first
-	// sync's would be too.
+	// Events are sent in order: once the failure's is there, the earlier
+	// syncs' would be too.
 	awaitEvent(t, f, "foo", reasonInvalidSpec)
 	if reasons := eventReasons(t, f, "foo"); slices.Contains(reasons, reasonApplied) || slices.Contains(reasons, reasonCollected) {
-		t.Errorf("Events after the first sync and a typo: %v, want none for the first True conditions", reasons)
+		t.Errorf("Events after the first sync, a new consumer and a typo: %v, want none for True conditions that were not False", reasons)
 	}
 	fixed := f.mcsOf("foo").DeepCopy()
 	fixed.Spec = valid.Spec

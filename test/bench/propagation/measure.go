@@ -25,14 +25,24 @@ type bench struct {
 
 // phase is what one phase measured.
 type phase struct {
-	name     string
-	changes  int             // source changes made (services, for the initial sync)
-	seen     []time.Duration // per change: source update acknowledged → imported slice seen in every consumer
-	answered []time.Duration // per change: acknowledged → coredns-mcs answers the new addresses
-	took     time.Duration   // first write (controller start, for the initial sync) → last answer
-	acked    time.Duration   // burst: first write → last one acknowledged
-	writes   []writeCount    // mcs_writes_total during the phase
-	timings  []timing        // the controller's histograms during the phase
+	name      string
+	changes   int             // source changes made (services, for the initial sync)
+	perChange bool            // its figures are per change, not per service
+	seen      []time.Duration // per change: source update acknowledged → imported slice seen in every consumer
+	answered  []time.Duration // per change: acknowledged → coredns-mcs answers the new addresses
+	took      time.Duration   // first write (controller start, for the initial sync) → last answer
+	acked     time.Duration   // burst: first write → last one acknowledged
+	writes    []writeCount    // mcs_writes_total during the phase
+	timings   []timing        // the controller's histograms during the phase
+	cpu       float64         // the controller's CPU seconds during the phase
+}
+
+// unit is what the phase's figures are per.
+func (p *phase) unit() string {
+	if p.perChange {
+		return "change"
+	}
+	return "service"
 }
 
 // arrival is when one change was seen by the watch and answered by DNS.
@@ -70,7 +80,7 @@ func (b *bench) converge(ctx context.Context) (*phase, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.writes, p.timings = after.since(&scrape{}), after.timingsSince(&scrape{})
+	p.writes, p.timings, p.cpu = after.since(&scrape{}), after.timingsSince(&scrape{}), after.cpu
 	log.Printf("initial sync done in %s", p.took.Round(time.Millisecond))
 	return p, nil
 }
@@ -126,7 +136,7 @@ func (b *bench) restart(ctx context.Context) (*phase, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.writes, p.timings = after.since(&scrape{}), after.timingsSince(&scrape{})
+	p.writes, p.timings, p.cpu = after.since(&scrape{}), after.timingsSince(&scrape{}), after.cpu
 	log.Printf("restarted controller synced every service in %s", p.took.Round(time.Millisecond))
 	return p, nil
 }
@@ -135,7 +145,7 @@ func (b *bench) restart(ctx context.Context) (*phase, error) {
 // services, and times each from the acknowledgement of the source update;
 // the watch and DNS polling run side by side.
 func (b *bench) singleChanges(ctx context.Context) (*phase, error) {
-	p := &phase{name: "single changes", changes: b.w.opts.changes}
+	p := &phase{name: "single changes", changes: b.w.opts.changes, perChange: true}
 	log.Printf("making %d single changes", p.changes)
 	return p, b.observe(ctx, p, func() error {
 		for c := range p.changes {
@@ -159,7 +169,7 @@ func (b *bench) singleChanges(ctx context.Context) (*phase, error) {
 // from the processes measured.
 func (b *bench) burst(ctx context.Context) (*phase, error) {
 	n := b.w.opts.services
-	p := &phase{name: "burst", changes: n}
+	p := &phase{name: "burst", changes: n, perChange: true}
 	log.Printf("changing all %d services at once", n)
 	return p, b.observe(ctx, p, func() error {
 		ctx, cancel := context.WithTimeout(ctx, b.w.opts.burstTimeout)
@@ -207,7 +217,7 @@ func (b *bench) observe(ctx context.Context, p *phase, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	p.writes, p.timings = after.since(before), after.timingsSince(before)
+	p.writes, p.timings, p.cpu = after.since(before), after.timingsSince(before), after.cpu-before.cpu
 	return nil
 }
 

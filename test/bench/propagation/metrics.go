@@ -54,6 +54,7 @@ type timing struct {
 type scrape struct {
 	writes     map[writeKey]float64
 	histograms map[string]histogram // by series
+	cpu        float64              // process_cpu_seconds_total
 }
 
 func fetchMetrics(ctx context.Context, url string) (*scrape, error) {
@@ -81,6 +82,9 @@ func fromFamilies(families map[string]*dto.MetricFamily) *scrape {
 			l := labels(m)
 			s.writes[writeKey{l["cluster"], l["kind"], l["verb"], l["result"]}] = m.GetCounter().GetValue()
 		}
+	}
+	for _, m := range families[cpuMetric].GetMetric() {
+		s.cpu = m.GetCounter().GetValue()
 	}
 	for _, name := range timingMetrics {
 		f := families[name]

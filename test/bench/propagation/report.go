@@ -123,6 +123,9 @@ func (r *results) writesTable(b *strings.Builder) {
 		fmt.Fprintf(b, "- %s: %s %.2f syncs per change.\n", p.name, writesVerdict(p, r.consumers), p.syncs()/float64(p.changes))
 	}
 	fmt.Fprintf(b, "- restart over the unchanged world: %s Every service synced %s after the restart.\n", restartVerdict(r.restart), r.restart.took.Round(time.Millisecond))
+	for _, p := range r.phases() {
+		fmt.Fprintf(b, "- the controller's CPU (process_cpu_seconds_total) during %s: %.1f s, %.2f ms per %s.\n", p.name, p.cpu, 1000*p.cpu/float64(p.changes), p.unit())
+	}
 	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync, %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))
 }
 

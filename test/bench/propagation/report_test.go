@@ -87,7 +87,7 @@ func TestMarkdown(t *testing.T) {
 		Run:     benchreport.Run{Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), Load: "1.00 2.00 3.00", Elapsed: time.Minute},
 		objects: objectCounts{total: 6, written: 6, took: 2 * time.Second},
 		initial: &phase{name: "initial sync", changes: 2, took: 1500 * time.Millisecond, writes: []writeCount{{writeKey{"hub", "MultiClusterService", "update", "success"}, 4}}},
-		single: &phase{name: "single changes", changes: 2, seen: ms(20, 40), answered: ms(30, 600), writes: []writeCount{sliceUpdates(2)},
+		single: &phase{name: "single changes", changes: 2, perChange: true, cpu: 0.01, seen: ms(20, 40), answered: ms(30, 600), writes: []writeCount{sliceUpdates(2)},
 			timings: []timing{{"mcs_propagation_seconds", prop}, {`mcs_sync_svc_duration_seconds{result="success"}`, prop}, {`mcs_sync_svc_duration_seconds{result="error"}`, prop}}},
 		burst:            &phase{name: "burst", changes: 2, seen: ms(50, 60), answered: ms(70, 80), took: 90 * time.Millisecond, acked: 10 * time.Millisecond, writes: []writeCount{sliceUpdates(3)}},
 		restart:          &phase{name: "restart", changes: 2, took: 3 * time.Second, writes: []writeCount{{writeKey{consumerCluster, "Lease", "update", "success"}, 2}}},
@@ -121,6 +121,7 @@ func TestMarkdown(t *testing.T) {
 		"- initial sync, member2: 2 writes, 1 per second over the 1.5s; at most 16 mutating requests in flight; the API server used 0.0 s of CPU, 5.0 ms per write.",
 		"- ceiling, 16 services at once: 4 writes (derived Service, ServiceImport, its status, slice per service) in 40ms, 100 per second; at most 0 mutating requests in flight; the API server used 0.0 s of CPU, 2.0 ms per write.",
 		"- the initial sync wrote into member2 at 1 per second: 0.01 of its ceiling (100 per second, 16 at once).",
+		"- the controller's CPU (process_cpu_seconds_total) during single changes: 0.0 s, 5.00 ms per change.",
 		"Whole run: 1m0s.",
 	} {
 		if !strings.Contains(got, want) {
