@@ -23,15 +23,7 @@ func TestHungMemberSlowsNoOne(t *testing.T) {
 		m3: {ns1()},
 	})
 	f.c.memberWait = 100 * time.Millisecond
-	release := make(chan struct{})
-	hang := func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if slices.Contains([]string{"create", "update", "delete"}, a.GetVerb()) {
-			<-release
-		}
-		return false, nil, nil
-	}
-	f.kube[m3].PrependReactor("*", "*", hang)
-	f.mcs[m3].PrependReactor("*", "*", hang)
+	release := hangWrites(f, m3)
 
 	start := time.Now()
 	all := firstImport("foo", "imported-member1-foo-1")
@@ -46,17 +38,8 @@ func TestHungMemberSlowsNoOne(t *testing.T) {
 	if took := time.Since(start); took > f.c.memberWait {
 		t.Errorf("a sync waited %s for a member whose writes are under way", took)
 	}
-	for queued(f.c, "demo/foo") { // drop what the syncs queued so far
-	}
-
-	close(release)
+	requeuedOnRelease(t, f, "demo/foo", release, "the service was not queued again once member3's writes ended")
 	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return queued(f.c, "demo/foo"), nil
-	})
-	if err != nil {
-		t.Fatal("the service was not queued again once member3's writes ended")
-	}
-	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		f.sync("demo/foo")
 		s, err := f.kube[m3].DiscoveryV1().EndpointSlices(ns).Get(t.Context(), "imported-member1-foo-1", metav1.GetOptions{})
 		return err == nil && len(s.Endpoints) == 2, nil
@@ -78,15 +61,7 @@ func TestMemberSlotsBoundWrites(t *testing.T) {
 	})
 	f.c.memberWait = 100 * time.Millisecond
 	f.c.slots = newSlots(1)
-	release := make(chan struct{})
-	hang := func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if slices.Contains([]string{"create", "update", "delete"}, a.GetVerb()) {
-			<-release
-		}
-		return false, nil, nil
-	}
-	f.kube[m3].PrependReactor("*", "*", hang)
-	f.mcs[m3].PrependReactor("*", "*", hang)
+	release := hangWrites(f, m3)
 
 	f.sync("demo/foo") // member3's one slot: foo's writes, hung
 	bar := firstImport("bar", "imported-member1-bar-1")
@@ -94,17 +69,8 @@ func TestMemberSlotsBoundWrites(t *testing.T) {
 	if _, ok := f.c.flights.Load(flight{m3, "demo/bar"}); ok {
 		t.Error("bar's writes are under way in member3, whose one slot foo's hold")
 	}
-	for queued(f.c, "demo/bar") { // drop what the syncs queued so far
-	}
-
-	close(release)
+	requeuedOnRelease(t, f, "demo/bar", release, "bar was not queued again once member3's slot freed")
 	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return queued(f.c, "demo/bar"), nil
-	})
-	if err != nil {
-		t.Fatal("bar was not queued again once member3's slot freed")
-	}
-	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		f.sync("demo/foo")
 		f.sync("demo/bar")
 		client := f.kube[m3].DiscoveryV1().EndpointSlices(ns)
@@ -114,5 +80,35 @@ func TestMemberSlotsBoundWrites(t *testing.T) {
 	})
 	if err != nil {
 		t.Error("member3 never got both services")
+	}
+}
+
+// hangWrites makes cluster's writes hang until the returned channel is
+// closed, as an API server whose webhook never answers.
+func hangWrites(f *fixture, cluster string) chan struct{} {
+	release := make(chan struct{})
+	hang := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if slices.Contains([]string{"create", "update", "delete"}, a.GetVerb()) {
+			<-release
+		}
+		return false, nil, nil
+	}
+	f.kube[cluster].PrependReactor("*", "*", hang)
+	f.mcs[cluster].PrependReactor("*", "*", hang)
+	return release
+}
+
+// requeuedOnRelease drops what the syncs queued so far, releases the hung
+// writes, and fails unless key is queued again then.
+func requeuedOnRelease(t *testing.T, f *fixture, key string, release chan struct{}, msg string) {
+	t.Helper()
+	for queued(f.c, key) {
+	}
+	close(release)
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queued(f.c, key), nil
+	})
+	if err != nil {
+		t.Fatal(msg)
 	}
 }
