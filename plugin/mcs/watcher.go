@@ -240,9 +240,14 @@ func (w *watcher) startInformers(ctx context.Context) {
 // held.
 func (w *watcher) startImports(ctx context.Context, gv schema.GroupVersion) {
 	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
-	imports := mcs.Multicluster().V1alpha1().ServiceImports().Informer()
+	// Informer() registers an informer that Start then runs: ask for the
+	// served version's alone, or a cluster serving both holds every import
+	// twice.
+	var imports cache.SharedIndexInformer
 	if gv == mcsv1b1.SchemeGroupVersion {
 		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
+	} else {
+		imports = mcs.Multicluster().V1alpha1().ServiceImports().Informer()
 	}
 	w.watch("serviceimports", imports, handler.Typed(w.idx.setImport))
 	mcs.Start(ctx.Done())
