@@ -64,6 +64,6 @@ func addServices(x *index, n int) {
 		name := fmt.Sprintf("svc-%d", i)
 		x.setImport(nil, &serviceImport{objMeta: objMeta{namespace: "bulk", name: name}, ips: parseIPs([]string{"10.200.0.1"}), strategy: api.RemoteAndLocal})
 		x.setSlice(nil, &endpointSlice{objMeta: objMeta{namespace: "bulk", name: name + "-a"}, service: name, imported: true, cluster: "member2",
-			endpoints: []endpoint{{ip: parseIP("10.201.0.1"), hostname: "10-201-0-1"}}})
+			endpoints: []endpoint{newEndpoint(parseIP("10.201.0.1"), "10.201.0.1", "")}})
 	}
 }

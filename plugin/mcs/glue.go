@@ -67,13 +67,14 @@ func glueOf(e *entry, addrs []net.IP) []net.IP {
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.slices)) {
 		s := e.slices[name]
-		for _, ep := range s.endpoints {
+		for i := range s.endpoints {
+			ip := s.endpoints[i].ip()
 			switch {
-			case s.imported || !slices.ContainsFunc(addrs, ep.ip.Equal):
+			case s.imported || !slices.ContainsFunc(addrs, ip.Equal):
 			case e.svc != nil && !e.svc.headless && len(e.svc.ips) > 0:
 				add(e.svc.ips...)
 			default:
-				add(ep.ip)
+				add(ip)
 			}
 		}
 	}

@@ -144,7 +144,7 @@ func (x *index) fileAddrs(old, cur *endpointSlice) {
 	defer x.mu.Unlock()
 	if oldRemote {
 		for _, e := range old.endpoints {
-			k := string(e.ip)
+			k := string(e.addr[:])
 			if rest := slices.DeleteFunc(x.addrs[k], old.sameObject); len(rest) > 0 {
 				x.addrs[k] = rest
 			} else {
@@ -154,7 +154,7 @@ func (x *index) fileAddrs(old, cur *endpointSlice) {
 	}
 	if curRemote {
 		for _, e := range cur.endpoints {
-			k := string(e.ip)
+			k := string(e.addr[:])
 			if ss := x.addrs[k]; len(ss) == 0 || ss[len(ss)-1] != cur { // an address may repeat in a slice
 				x.addrs[k] = append(ss, cur)
 			}

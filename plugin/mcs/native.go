@@ -79,8 +79,8 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 	if c.vips != nil {
 		set.vipSRV(owner, svcName, c.ports, c.vips, name, protocol)
 	} else {
-		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e endpoint) string {
-			return e.hostname + "." + svcName
+		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e *endpoint) string {
+			return e.hostname() + "." + svcName
 		})
 	}
 	if byPort && len(set.answer) == 0 {

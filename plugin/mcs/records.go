@@ -39,22 +39,24 @@ func vipRecords(name string, qtype uint16, ips []net.IP, ttl uint32) []dns.RR {
 // endpoint may briefly sit in two slices while they are rebalanced.
 func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32) []dns.RR {
 	var rrs []dns.RR
-	var seen map[string]struct{}
+	var seen map[[16]byte]struct{}
 	if len(ss) > 1 {
-		seen = map[string]struct{}{}
+		seen = map[[16]byte]struct{}{}
 	}
 	for _, s := range ss {
-		for _, e := range s.endpoints {
-			if family(e.ip) != qtype || (host != "" && e.hostname != host) {
+		for i := range s.endpoints {
+			e := &s.endpoints[i]
+			ip := e.ip()
+			if family(ip) != qtype || (host != "" && !e.named(host)) {
 				continue
 			}
 			if seen != nil {
-				if _, dup := seen[string(e.ip)]; dup {
+				if _, dup := seen[e.addr]; dup {
 					continue
 				}
-				seen[string(e.ip)] = struct{}{}
+				seen[e.addr] = struct{}{}
 			}
-			rrs = append(rrs, addrRR(name, e.ip, ttl))
+			rrs = append(rrs, addrRR(name, ip, ttl))
 		}
 	}
 	return rrs
@@ -120,15 +122,16 @@ func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, 
 
 // endpointSRV adds one SRV per endpoint and matching slice port; targetOf
 // names each endpoint's target.
-func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
+func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, *endpoint) string) {
 	for _, sl := range ss {
-		for _, e := range sl.endpoints {
-			if host != "" && e.hostname != host {
+		for i := range sl.endpoints {
+			e := &sl.endpoints[i]
+			if host != "" && !e.named(host) {
 				continue
 			}
 			for _, p := range sl.ports {
 				if p.matches(name, protocol) && p.port > 0 {
-					s.add(owner, targetOf(sl, e), p, e.ip)
+					s.add(owner, targetOf(sl, e), p, e.ip())
 				}
 			}
 		}
