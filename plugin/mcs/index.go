@@ -3,7 +3,6 @@ package mcs
 import (
 	"maps"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +32,7 @@ type index struct {
 	// each ready endpoint, for PTR queries (see reverse.go), when mcs has a
 	// reverse zone: only those, as the addresses of this cluster's own
 	// endpoints, most of a cluster's, are the kubernetes plugin's to answer.
-	addrs     map[string][]*endpointSlice
+	addrs     addrIndex
 	byAddress bool
 
 	// leases maps a source cluster to its Lease's expiry. It changes every few
@@ -52,7 +51,7 @@ func newIndex(s api.Strategy, byAddress bool) *index {
 		entries:    map[svcKey]*entry{},
 		views:      map[svcKey]*view{},
 		namespaces: map[string]struct{}{},
-		addrs:      map[string][]*endpointSlice{},
+		addrs:      newAddrIndex(),
 		byAddress:  byAddress,
 		strategy:   s,
 	}
@@ -132,40 +131,6 @@ func (x *index) setSlice(old, cur *endpointSlice) {
 		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.slices[cur.name] = cur })
 	}
 	x.fileAddrs(old, cur)
-}
-
-// fileAddrs moves a slice's addresses in addrs from old to cur.
-func (x *index) fileAddrs(old, cur *endpointSlice) {
-	oldRemote, curRemote := x.filedByAddress(old), x.filedByAddress(cur)
-	if !oldRemote && !curRemote {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if oldRemote {
-		for _, e := range old.endpoints {
-			k := string(e.addr[:])
-			if rest := slices.DeleteFunc(x.addrs[k], old.sameObject); len(rest) > 0 {
-				x.addrs[k] = rest
-			} else {
-				delete(x.addrs, k)
-			}
-		}
-	}
-	if curRemote {
-		for _, e := range cur.endpoints {
-			k := string(e.addr[:])
-			if ss := x.addrs[k]; len(ss) == 0 || ss[len(ss)-1] != cur { // an address may repeat in a slice
-				x.addrs[k] = append(ss, cur)
-			}
-		}
-	}
-}
-
-// filedByAddress reports whether s goes into addrs: a slice imported from
-// another cluster, when PTR queries are answered.
-func (x *index) filedByAddress(s *endpointSlice) bool {
-	return x.byAddress && s != nil && s.imported && s.service != "" && s.cluster != x.self
 }
 
 func (x *index) setNamespace(old, cur *namespace) {

@@ -46,7 +46,7 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var names []string
-	for _, s := range x.addrs[string(ip.To16())] {
+	for _, s := range x.addrs.slices(ip) {
 		v := x.views[svcKey{s.namespace, s.service}]
 		if v == nil { // not imported: no clusterset name
 			continue
