@@ -53,7 +53,7 @@ func (a addrIndex) len() int { return len(a.first) }
 
 // slices are the slices filed under ip.
 func (a addrIndex) slices(ip net.IP) []*endpointSlice {
-	k := [16]byte(ip.To16())
+	k := addrKey(ip)
 	first, ok := a.first[k]
 	if !ok {
 		return nil
@@ -70,13 +70,13 @@ func (x *index) fileAddrs(old, cur *endpointSlice) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if oldRemote {
-		for _, e := range old.endpoints {
-			x.addrs.remove(e.addr, old)
+		for e := range old.all() {
+			x.addrs.remove(addrKey(e.ip), old)
 		}
 	}
 	if curRemote {
-		for _, e := range cur.endpoints {
-			x.addrs.add(e.addr, cur)
+		for e := range cur.all() {
+			x.addrs.add(addrKey(e.ip), cur)
 		}
 	}
 }

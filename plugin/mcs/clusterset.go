@@ -108,7 +108,7 @@ func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, p
 	}
 	set := newSRVSet(ttl)
 	if v.headless() {
-		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e *endpoint) string {
+		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e endpoint) string {
 			return e.hostname() + "." + s.cluster + "." + svcName
 		})
 	} else {

@@ -67,8 +67,8 @@ func glueOf(e *entry, addrs []net.IP) []net.IP {
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.slices)) {
 		s := e.slices[name]
-		for i := range s.endpoints {
-			ip := s.endpoints[i].ip()
+		for ep := range s.all() {
+			ip := ep.ip
 			switch {
 			case s.imported || !slices.ContainsFunc(addrs, ip.Equal):
 			case e.svc != nil && !e.svc.headless && len(e.svc.ips) > 0:

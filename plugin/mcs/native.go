@@ -79,7 +79,7 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 	if c.vips != nil {
 		set.vipSRV(owner, svcName, c.ports, c.vips, name, protocol)
 	} else {
-		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e *endpoint) string {
+		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e endpoint) string {
 			return e.hostname() + "." + svcName
 		})
 	}

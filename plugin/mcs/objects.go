@@ -2,7 +2,6 @@ package mcs
 
 import (
 	"net"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -70,86 +68,22 @@ type serviceImport struct {
 	failover []string
 }
 
-// endpoint is one ready address of a slice, in 32 bytes and no allocation
-// of its own: a cluster holds hundreds of thousands of them, and a net.IP
-// and a dashed name each would cost three times that.
-type endpoint struct {
-	addr [16]byte // IPv4 as IPv4-mapped, as in net.IP
-	host string   // its hostname; "" when that is its address dashed
-}
-
-// newEndpoint keeps the hostname only when it is not the address dashed
-// (dashedName), which hostname and named work out when asked. a is the
-// address as the slice spells it: a spelling other than the canonical
-// one (upper case, ::ffff:10.0.0.1) names the endpoint as spelt.
-func newEndpoint(ip net.IP, a, hostname string) endpoint {
-	e := endpoint{addr: [16]byte(ip.To16())}
-	if hostname != "" {
-		e.host = strings.ToLower(hostname)
-		return e
-	}
-	var buf [64]byte
-	if canonical := e.appendIP(buf[:0]); !strings.EqualFold(string(canonical), a) {
-		e.host = dashed(a)
-	}
-	return e
-}
-
-// ip is the address: 4 bytes for IPv4, so A records pack without
-// conversion. It shares e's memory, which stays unchanged.
-func (e *endpoint) ip() net.IP {
-	if ip := net.IP(e.addr[:]); ip.To4() != nil {
-		return ip[12:16:16]
-	}
-	return e.addr[:]
-}
-
-// hostname is the endpoint's name label: its hostname, else its address
-// dashed, as the kubernetes plugin names it.
-func (e *endpoint) hostname() string {
-	if e.host != "" {
-		return e.host
-	}
-	var buf [64]byte
-	return string(dashedName(e.appendIP(buf[:0])))
-}
-
-// named reports whether e's hostname is host, without building it.
-func (e *endpoint) named(host string) bool {
-	if e.host != "" {
-		return e.host == host
-	}
-	var buf [64]byte
-	return string(dashedName(e.appendIP(buf[:0]))) == host
-}
-
-// appendIP appends the canonical text of the address.
-func (e *endpoint) appendIP(b []byte) []byte {
-	return netip.AddrFrom16(e.addr).Unmap().AppendTo(b)
-}
-
 type endpointSlice struct {
 	objMeta
-	service   string // the (multi-cluster) service the slice belongs to
-	imported  bool
-	cluster   string // source cluster of an imported slice
-	ports     []port
-	endpoints []endpoint // ready ones only
+	service  string // the (multi-cluster) service the slice belongs to
+	imported bool
+	wide     bool   // addrs holds 16 bytes an address, else 4 (see endpoints.go)
+	cluster  string // source cluster of an imported slice
+	ports    []port
+	// The ready endpoints, read through endpoint and all: their addresses
+	// back to back, and their hostnames when one is not its address dashed.
+	addrs []byte
+	hosts []string
 }
 
 // sameObject reports whether o is a version of the same EndpointSlice.
 func (s *endpointSlice) sameObject(o *endpointSlice) bool {
 	return s.namespace == o.namespace && s.name == o.name
-}
-
-// hasHost reports whether an endpoint of s has hostname host.
-func (s *endpointSlice) hasHost(host string) bool {
-	for i := range s.endpoints {
-		if s.endpoints[i].named(host) {
-			return true
-		}
-	}
-	return false
 }
 
 type lease struct {
@@ -259,59 +193,8 @@ func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 		}
 		out.ports = append(out.ports, newPort(name, protocol, *p.Port))
 	}
-	out.endpoints = readyEndpoints(s.Endpoints)
+	out.setEndpoints(s.Endpoints)
 	return out
-}
-
-// readyEndpoints keeps the ready endpoints' addresses, in an array of the
-// exact size: slices are long-lived.
-func readyEndpoints(eps []discoveryv1.Endpoint) []endpoint {
-	n := 0
-	for _, e := range eps {
-		if ready(e) {
-			n += len(e.Addresses)
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]endpoint, 0, n)
-	for _, e := range eps {
-		if !ready(e) {
-			continue
-		}
-		for _, a := range e.Addresses {
-			if ip := net.ParseIP(a); ip != nil {
-				out = append(out, newEndpoint(ip, a, ptr.Deref(e.Hostname, "")))
-			}
-		}
-	}
-	return out
-}
-
-// ready: a ready condition that is unset counts as ready.
-func ready(e discoveryv1.Endpoint) bool { return e.Conditions.Ready == nil || *e.Conditions.Ready }
-
-// dashed is the hostname of an endpoint without one, as the kubernetes
-// plugin names it: 10.0.0.1 → 10-0-0-1, fd00::1 → fd00--1, fd00:: → fd00--0.
-func dashed(addr string) string {
-	return string(dashedName([]byte(addr)))
-}
-
-// dashedName dashes the address text b in place.
-func dashedName(b []byte) []byte {
-	for i, c := range b {
-		switch {
-		case c == '.' || c == ':':
-			b[i] = '-'
-		case 'A' <= c && c <= 'Z':
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	if len(b) > 0 && b[len(b)-1] == '-' {
-		b = append(b, '0')
-	}
-	return b
 }
 
 func toLease(l *coordv1.Lease) *lease {

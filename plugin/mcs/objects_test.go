@@ -1,7 +1,6 @@
 package mcs
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ func TestTrimSlice(t *testing.T) {
 		t.Fatalf("labels read as %+v", got)
 	}
 	var hosts []string
-	for _, e := range got.endpoints {
+	for e := range got.all() {
 		hosts = append(hosts, e.hostname())
 	}
 	if !equal(hosts, "web-0", "fd00--0", "10-2-0-9") {
@@ -57,37 +56,6 @@ func TestTrimSlice(t *testing.T) {
 		}
 		if got := toSlice(bad); got.service != "" {
 			t.Errorf("imported slice with source cluster %q kept for service %q", cluster, got.service)
-		}
-	}
-}
-
-// An endpoint without a hostname is named by its address as the slice
-// spells it, dashed (as the kubernetes plugin names it); only a spelling
-// other than the canonical one is kept, the rest is worked out when asked.
-func TestEndpointNames(t *testing.T) {
-	cases := []struct {
-		addr, hostname, want string
-		kept                 bool
-	}{
-		{addr: "10.2.0.5", want: "10-2-0-5"},
-		{addr: "fd00::", want: "fd00--0"},
-		{addr: "fd00::1", want: "fd00--1"},
-		{addr: "FD00::1", want: "fd00--1"},
-		{addr: "fd00:0::2", want: "fd00-0--2", kept: true},
-		{addr: "::ffff:10.2.0.8", want: "--ffff-10-2-0-8", kept: true},
-		{addr: "10.2.0.6", hostname: "Web-0", want: "web-0", kept: true},
-	}
-	for _, c := range cases {
-		ip := net.ParseIP(c.addr)
-		e := newEndpoint(ip, c.addr, c.hostname)
-		if got := e.hostname(); got != c.want || !e.named(c.want) || e.named(c.want+"x") {
-			t.Errorf("%s (hostname %q): named %q, want %q", c.addr, c.hostname, got, c.want)
-		}
-		if (e.host != "") != c.kept {
-			t.Errorf("%s (hostname %q): name kept %q, want kept %v", c.addr, c.hostname, e.host, c.kept)
-		}
-		if got := e.ip(); !got.Equal(ip) || len(got) != len(parseIP(c.addr)) {
-			t.Errorf("%s: address %v (%d bytes), want %v as parseIP gives it", c.addr, got, len(got), ip)
 		}
 	}
 }

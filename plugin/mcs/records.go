@@ -44,19 +44,18 @@ func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string
 		seen = map[[16]byte]struct{}{}
 	}
 	for _, s := range ss {
-		for i := range s.endpoints {
-			e := &s.endpoints[i]
-			ip := e.ip()
-			if family(ip) != qtype || (host != "" && !e.named(host)) {
+		for e := range s.all() {
+			if family(e.ip) != qtype || (host != "" && !e.named(host)) {
 				continue
 			}
 			if seen != nil {
-				if _, dup := seen[e.addr]; dup {
+				k := addrKey(e.ip)
+				if _, dup := seen[k]; dup {
 					continue
 				}
-				seen[e.addr] = struct{}{}
+				seen[k] = struct{}{}
 			}
-			rrs = append(rrs, addrRR(name, ip, ttl))
+			rrs = append(rrs, addrRR(name, e.ip, ttl))
 		}
 	}
 	return rrs
@@ -122,16 +121,15 @@ func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, 
 
 // endpointSRV adds one SRV per endpoint and matching slice port; targetOf
 // names each endpoint's target.
-func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, *endpoint) string) {
+func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
 	for _, sl := range ss {
-		for i := range sl.endpoints {
-			e := &sl.endpoints[i]
+		for e := range sl.all() {
 			if host != "" && !e.named(host) {
 				continue
 			}
 			for _, p := range sl.ports {
 				if p.matches(name, protocol) && p.port > 0 {
-					s.add(owner, targetOf(sl, e), p, e.ip())
+					s.add(owner, targetOf(sl, e), p, e.ip)
 				}
 			}
 		}

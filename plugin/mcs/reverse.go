@@ -52,9 +52,8 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 			continue
 		}
 		svcName := dnsutil.Join(s.service, s.namespace, "svc", zone)
-		for i := range s.endpoints {
-			e := &s.endpoints[i]
-			if !e.ip().Equal(ip) {
+		for e := range s.all() {
+			if !e.ip.Equal(ip) {
 				continue
 			}
 			name := svcName

@@ -30,7 +30,7 @@ func newView(k svcKey, e *entry, self string, fallback api.Strategy) *view {
 	}
 	for _, s := range e.slices {
 		switch {
-		case len(s.endpoints) == 0:
+		case s.count() == 0:
 		case !s.imported:
 			v.local = append(v.local, s)
 		default:
