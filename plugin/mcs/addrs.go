@@ -7,21 +7,61 @@ import (
 
 // addrIndex files imported slices by the address of each ready endpoint,
 // for PTR queries (reverse.go). It holds an entry per address, hundreds of
-// thousands in a large clusterset, so an entry is a fixed-size key and one
-// pointer: an address is in one slice but for the moments an endpoint
-// moves between slices, which the few entries of more cover.
+// thousands in a large clusterset, so an entry is the address in 4 bytes
+// (16 for IPv6) and one pointer: an address is in one slice but for the
+// moments an endpoint moves between slices, which more covers.
 type addrIndex struct {
-	first map[[16]byte]*endpointSlice
-	more  map[[16]byte][]*endpointSlice
+	v4 addrMap[[4]byte]
+	v6 addrMap[[16]byte]
+}
+
+type addrMap[K comparable] struct {
+	first map[K]*endpointSlice
+	more  map[K][]*endpointSlice
 }
 
 func newAddrIndex() addrIndex {
-	return addrIndex{first: map[[16]byte]*endpointSlice{}, more: map[[16]byte][]*endpointSlice{}}
+	return addrIndex{v4: newAddrMap[[4]byte](), v6: newAddrMap[[16]byte]()}
 }
 
-// add files s under k. An address may repeat within a slice, whose
+func newAddrMap[K comparable]() addrMap[K] {
+	return addrMap[K]{first: map[K]*endpointSlice{}, more: map[K][]*endpointSlice{}}
+}
+
+// add files s under ip. An address may repeat within a slice, whose
 // endpoints are added one after another: s is filed once.
-func (a addrIndex) add(k [16]byte, s *endpointSlice) {
+func (a addrIndex) add(ip net.IP, s *endpointSlice) {
+	if v4 := ip.To4(); v4 != nil {
+		a.v4.add([4]byte(v4), s)
+	} else {
+		a.v6.add([16]byte(ip), s)
+	}
+}
+
+// remove takes every version of the slice s out from under ip.
+func (a addrIndex) remove(ip net.IP, s *endpointSlice) {
+	if v4 := ip.To4(); v4 != nil {
+		a.v4.remove([4]byte(v4), s)
+	} else {
+		a.v6.remove([16]byte(ip), s)
+	}
+}
+
+// slices are the slices filed under ip.
+func (a addrIndex) slices(ip net.IP) []*endpointSlice {
+	if v4 := ip.To4(); v4 != nil {
+		return a.v4.slices([4]byte(v4))
+	}
+	if len(ip) != net.IPv6len {
+		return nil
+	}
+	return a.v6.slices([16]byte(ip))
+}
+
+// len is the number of addresses filed.
+func (a addrIndex) len() int { return len(a.v4.first) + len(a.v6.first) }
+
+func (a addrMap[K]) add(k K, s *endpointSlice) {
 	first, ok := a.first[k]
 	switch {
 	case !ok:
@@ -31,8 +71,7 @@ func (a addrIndex) add(k [16]byte, s *endpointSlice) {
 	}
 }
 
-// remove takes every version of the slice s out from under k.
-func (a addrIndex) remove(k [16]byte, s *endpointSlice) {
+func (a addrMap[K]) remove(k K, s *endpointSlice) {
 	rest := slices.DeleteFunc(a.more[k], s.sameObject)
 	if first, ok := a.first[k]; ok && first.sameObject(s) {
 		if len(rest) == 0 {
@@ -48,12 +87,7 @@ func (a addrIndex) remove(k [16]byte, s *endpointSlice) {
 	}
 }
 
-// len is the number of addresses filed.
-func (a addrIndex) len() int { return len(a.first) }
-
-// slices are the slices filed under ip.
-func (a addrIndex) slices(ip net.IP) []*endpointSlice {
-	k := addrKey(ip)
+func (a addrMap[K]) slices(k K) []*endpointSlice {
 	first, ok := a.first[k]
 	if !ok {
 		return nil
@@ -71,12 +105,12 @@ func (x *index) fileAddrs(old, cur *endpointSlice) {
 	defer x.mu.Unlock()
 	if oldRemote {
 		for e := range old.all() {
-			x.addrs.remove(addrKey(e.ip), old)
+			x.addrs.remove(e.ip, old)
 		}
 	}
 	if curRemote {
 		for e := range cur.all() {
-			x.addrs.add(addrKey(e.ip), cur)
+			x.addrs.add(e.ip, cur)
 		}
 	}
 }
