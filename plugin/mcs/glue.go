@@ -65,8 +65,7 @@ func glueOf(e *entry, addrs []net.IP) []net.IP {
 	if len(addrs) == 0 {
 		return nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(e.slices)) {
-		s := e.slices[name]
+	for _, s := range e.slices {
 		for ep := range s.all() {
 			ip := ep.ip
 			switch {

@@ -1,8 +1,10 @@
 package mcs
 
 import (
+	"cmp"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,10 +17,31 @@ type svcKey struct{ namespace, name string }
 // entry gathers, per namespace/service, the objects the informers delivered.
 // Only writers (informer handlers, under index.mu) touch entries.
 type entry struct {
-	svc    *service
-	imp    *serviceImport
-	slices map[string]*endpointSlice // by slice name
+	svc *service
+	imp *serviceImport
+	// slices are sorted by name: a service has a few, which a map would
+	// hold in ten times the memory.
+	slices []*endpointSlice
 }
+
+// putSlice files s, replacing the version of the same name.
+func (e *entry) putSlice(s *endpointSlice) {
+	i, found := slices.BinarySearchFunc(e.slices, s.name, bySliceNameKey)
+	if found {
+		e.slices[i] = s
+	} else {
+		e.slices = slices.Insert(e.slices, i, s)
+	}
+}
+
+// dropSlice removes the slice named name.
+func (e *entry) dropSlice(name string) {
+	if i, found := slices.BinarySearchFunc(e.slices, name, bySliceNameKey); found {
+		e.slices = slices.Delete(e.slices, i, i+1)
+	}
+}
+
+func bySliceNameKey(s *endpointSlice, name string) int { return cmp.Compare(s.name, name) }
 
 // index is the in-memory state answers are read from. A query costs one map
 // lookup under a read lock: every change rebuilds that service's immutable
@@ -87,7 +110,7 @@ func (x *index) change(k svcKey, fn func(*entry)) {
 	defer x.mu.Unlock()
 	e := x.entries[k]
 	if e == nil {
-		e = &entry{slices: map[string]*endpointSlice{}}
+		e = &entry{}
 		x.entries[k] = e
 	}
 	fn(e)
@@ -125,10 +148,10 @@ func (x *index) setImport(old, cur *serviceImport) {
 // changed moves from the old service to the new one.
 func (x *index) setSlice(old, cur *endpointSlice) {
 	if old != nil && old.service != "" && (cur == nil || cur.service != old.service) {
-		x.change(svcKey{old.namespace, old.service}, func(e *entry) { delete(e.slices, old.name) })
+		x.change(svcKey{old.namespace, old.service}, func(e *entry) { e.dropSlice(old.name) })
 	}
 	if cur != nil && cur.service != "" {
-		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.slices[cur.name] = cur })
+		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.putSlice(cur) })
 	}
 	x.fileAddrs(old, cur)
 }
