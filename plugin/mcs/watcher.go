@@ -226,30 +226,19 @@ func (w *watcher) prepare(ctx context.Context) (cluster string, gv schema.GroupV
 // objects.go before they are stored. Called with w.mu held.
 func (w *watcher) startInformers(ctx context.Context) {
 	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
-	leases := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithNamespace(api.LeaseNamespace), informers.WithTransform(trim))
-	w.watch("services", kube.Core().V1().Services().Informer(), handler.Typed(w.idx.setService))
-	w.watch("endpointslices", kube.Discovery().V1().EndpointSlices().Informer(), handler.Typed(w.idx.setSlice))
-	w.watch("namespaces", kube.Core().V1().Namespaces().Informer(), handler.Typed(w.idx.setNamespace))
-	w.watch("leases", leases.Coordination().V1().Leases().Informer(), handler.Typed(w.idx.setLease))
+	w.watch("services", servicesInformer(kube), handler.Typed(w.idx.setService))
+	w.watch("endpointslices", slicesInformer(kube), handler.Typed(w.idx.setSlice))
+	w.watch("namespaces", namespacesInformer(kube), handler.Typed(w.idx.setNamespace))
+	w.watch("leases", leasesInformer(kube), handler.Typed(w.idx.setLease))
 	kube.Start(ctx.Done())
-	leases.Start(ctx.Done())
-	w.factories = append(w.factories, kube, leases)
+	w.factories = append(w.factories, kube)
 }
 
 // startImports watches the ServiceImports of version gv. Called with w.mu
 // held.
 func (w *watcher) startImports(ctx context.Context, gv schema.GroupVersion) {
 	mcs := mcsinformers.NewSharedInformerFactoryWithOptions(w.cl.mcs, 0, mcsinformers.WithTransform(trim))
-	// Informer() registers an informer that Start then runs: ask for the
-	// served version's alone, or a cluster serving both holds every import
-	// twice.
-	var imports cache.SharedIndexInformer
-	if gv == mcsv1b1.SchemeGroupVersion {
-		imports = mcs.Multicluster().V1beta1().ServiceImports().Informer()
-	} else {
-		imports = mcs.Multicluster().V1alpha1().ServiceImports().Informer()
-	}
-	w.watch("serviceimports", imports, handler.Typed(w.idx.setImport))
+	w.watch("serviceimports", importsInformer(mcs, gv == mcsv1b1.SchemeGroupVersion), handler.Typed(w.idx.setImport))
 	mcs.Start(ctx.Done())
 	w.factories = append(w.factories, mcs)
 }
