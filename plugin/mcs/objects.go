@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unique"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,14 @@ func (o *objMeta) GetObjectMeta() metav1.Object {
 }
 
 func metaOf(m *metav1.ObjectMeta) objMeta {
-	return objMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}
+	return objMeta{namespace: intern(m.Namespace), name: m.Name, resourceVersion: m.ResourceVersion}
 }
+
+// intern returns the one copy of s that every trimmed object shares. It is
+// for the strings that tens of thousands of objects repeat (namespaces,
+// source clusters, port names and protocols), not for names, which would
+// cost the table more than they save.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // port is a service, import or slice port; name and protocol are lower-case
 // because SRV labels match case-insensitively.
@@ -163,7 +170,7 @@ func newPort(name, protocol string, number int32) port {
 	if protocol == "" {
 		protocol = string(corev1.ProtocolTCP)
 	}
-	return port{name: strings.ToLower(name), protocol: strings.ToLower(protocol), port: number}
+	return port{name: intern(strings.ToLower(name)), protocol: intern(strings.ToLower(protocol)), port: number}
 }
 
 // toSlice keeps what answers need of an EndpointSlice. An imported slice
@@ -173,7 +180,7 @@ func newPort(name, protocol string, number int32) port {
 func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
-		out.imported, out.cluster = true, s.Labels[mcsv1b1.LabelSourceCluster]
+		out.imported, out.cluster = true, intern(s.Labels[mcsv1b1.LabelSourceCluster])
 		if len(validation.IsDNS1123Label(out.cluster)) == 0 {
 			out.service = svc
 		}
