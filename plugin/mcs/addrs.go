@@ -6,93 +6,120 @@ import (
 )
 
 // addrIndex files imported slices by the address of each ready endpoint,
-// for PTR queries (reverse.go). It holds an entry per address, hundreds of
-// thousands in a large clusterset, so an entry is the address in 4 bytes
-// (16 for IPv6) and one pointer: an address is in one slice but for the
-// moments an endpoint moves between slices, which more covers.
+// for PTR queries (reverse.go). A large clusterset has hundreds of
+// thousands of addresses, in blocks (a node's pod range is a /24 or
+// larger), so the index groups them by all but their last byte: a group
+// holds its addresses' last bytes sorted and the slice of each, 9 bytes an
+// address where a map entry each took about 30. An address is in one slice
+// but for the moments an endpoint moves between two, when it has an entry
+// per slice.
 type addrIndex struct {
-	v4 addrMap[[4]byte]
-	v6 addrMap[[16]byte]
+	v4 addrGroups[[3]byte]
+	v6 addrGroups[[15]byte]
 }
 
-type addrMap[K comparable] struct {
-	first map[K]*endpointSlice
-	more  map[K][]*endpointSlice
+type addrGroups[P comparable] map[P]*addrGroup
+
+type addrGroup struct {
+	last   []byte // sorted
+	slices []*endpointSlice
 }
 
 func newAddrIndex() addrIndex {
-	return addrIndex{v4: newAddrMap[[4]byte](), v6: newAddrMap[[16]byte]()}
+	return addrIndex{v4: addrGroups[[3]byte]{}, v6: addrGroups[[15]byte]{}}
 }
 
-func newAddrMap[K comparable]() addrMap[K] {
-	return addrMap[K]{first: map[K]*endpointSlice{}, more: map[K][]*endpointSlice{}}
-}
-
-// add files s under ip. An address may repeat within a slice, whose
-// endpoints are added one after another: s is filed once.
+// add files s under ip. An address may repeat within a slice: s is filed
+// once.
 func (a addrIndex) add(ip net.IP, s *endpointSlice) {
 	if v4 := ip.To4(); v4 != nil {
-		a.v4.add([4]byte(v4), s)
+		a.v4.add([3]byte(v4), v4[3], s)
 	} else {
-		a.v6.add([16]byte(ip), s)
+		a.v6.add([15]byte(ip), ip[15], s)
 	}
 }
 
 // remove takes every version of the slice s out from under ip.
 func (a addrIndex) remove(ip net.IP, s *endpointSlice) {
 	if v4 := ip.To4(); v4 != nil {
-		a.v4.remove([4]byte(v4), s)
+		a.v4.remove([3]byte(v4), v4[3], s)
 	} else {
-		a.v6.remove([16]byte(ip), s)
+		a.v6.remove([15]byte(ip), ip[15], s)
 	}
 }
 
-// slices are the slices filed under ip.
+// slices are the slices filed under ip; the caller holds the index's lock
+// while it reads them.
 func (a addrIndex) slices(ip net.IP) []*endpointSlice {
 	if v4 := ip.To4(); v4 != nil {
-		return a.v4.slices([4]byte(v4))
+		return a.v4.slices([3]byte(v4), v4[3])
 	}
 	if len(ip) != net.IPv6len {
 		return nil
 	}
-	return a.v6.slices([16]byte(ip))
+	return a.v6.slices([15]byte(ip), ip[15])
 }
 
-// len is the number of addresses filed.
-func (a addrIndex) len() int { return len(a.v4.first) + len(a.v6.first) }
+// len is the number of entries.
+func (a addrIndex) len() int { return a.v4.len() + a.v6.len() }
 
-func (a addrMap[K]) add(k K, s *endpointSlice) {
-	first, ok := a.first[k]
-	switch {
-	case !ok:
-		a.first[k] = s
-	case first != s && !slices.Contains(a.more[k], s):
-		a.more[k] = append(a.more[k], s)
+func (a addrGroups[P]) add(p P, last byte, s *endpointSlice) {
+	g := a[p]
+	if g == nil {
+		g = &addrGroup{}
+		a[p] = g
+	}
+	lo, hi := g.span(last)
+	if !slices.Contains(g.slices[lo:hi], s) {
+		g.last = slices.Insert(g.last, hi, last)
+		g.slices = slices.Insert(g.slices, hi, s)
 	}
 }
 
-func (a addrMap[K]) remove(k K, s *endpointSlice) {
-	rest := slices.DeleteFunc(a.more[k], s.sameObject)
-	if first, ok := a.first[k]; ok && first.sameObject(s) {
-		if len(rest) == 0 {
-			delete(a.first, k)
-		} else {
-			a.first[k], rest = rest[0], rest[1:]
+func (a addrGroups[P]) remove(p P, last byte, s *endpointSlice) {
+	g := a[p]
+	if g == nil {
+		return
+	}
+	lo, hi := g.span(last)
+	for i := hi - 1; i >= lo; i-- {
+		if g.slices[i].sameObject(s) {
+			g.last = slices.Delete(g.last, i, i+1)
+			g.slices = slices.Delete(g.slices, i, i+1)
 		}
 	}
-	if len(rest) == 0 {
-		delete(a.more, k)
-	} else {
-		a.more[k] = rest
+	if len(g.last) == 0 {
+		delete(a, p)
 	}
 }
 
-func (a addrMap[K]) slices(k K) []*endpointSlice {
-	first, ok := a.first[k]
-	if !ok {
+func (a addrGroups[P]) slices(p P, last byte) []*endpointSlice {
+	g := a[p]
+	if g == nil {
 		return nil
 	}
-	return append([]*endpointSlice{first}, a.more[k]...)
+	if lo, hi := g.span(last); lo < hi {
+		return g.slices[lo:hi:hi]
+	}
+	return nil
+}
+
+func (a addrGroups[P]) len() int {
+	n := 0
+	for _, g := range a {
+		n += len(g.last)
+	}
+	return n
+}
+
+// span is where the entries of last byte b are.
+func (g *addrGroup) span(b byte) (lo, hi int) {
+	lo, _ = slices.BinarySearch(g.last, b)
+	hi = lo
+	for hi < len(g.last) && g.last[hi] == b {
+		hi++
+	}
+	return lo, hi
 }
 
 // fileAddrs moves a slice's addresses in the address index from old to cur.

@@ -7,13 +7,19 @@ import (
 
 // An address in several slices (an endpoint moving between them) answers
 // from each until it is removed from each, whichever goes first; an
-// address repeated within a slice is filed once.
+// address repeated within a slice is filed once; its neighbours in the
+// same group, of either family, are their own.
 func TestAddrIndexSharedAddress(t *testing.T) {
 	a := newAddrIndex()
 	ip := parseIP("10.2.0.5")
 	s1 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s1"}}
 	s2 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s2"}}
 	s3 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s3"}}
+	other := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "other"}}
+	neighbours := []string{"10.2.0.6", "10.2.0.4", "10.2.1.5", "fd00::5", "fd00::4"}
+	for _, n := range neighbours {
+		a.add(parseIP(n), other)
+	}
 	for _, s := range []*endpointSlice{s1, s1, s2, s2, s3} {
 		a.add(ip, s)
 	}
@@ -27,7 +33,16 @@ func TestAddrIndexSharedAddress(t *testing.T) {
 	}
 	a.remove(ip, s3)
 	a.remove(ip, s2)
-	if a.len() != 0 || len(a.v4.more) != 0 || a.slices(ip) != nil {
-		t.Fatalf("after every slice went: %d addresses, %d shared, %v", a.len(), len(a.v4.more), a.slices(ip))
+	if a.len() != len(neighbours) || a.slices(ip) != nil {
+		t.Fatalf("after every slice went: %d entries, %v under %v", a.len(), a.slices(ip), ip)
+	}
+	for _, n := range neighbours {
+		if got := a.slices(parseIP(n)); !slices.Equal(got, []*endpointSlice{other}) {
+			t.Errorf("%s: %v, want other alone", n, got)
+		}
+		a.remove(parseIP(n), other)
+	}
+	if len(a.v4) != 0 || len(a.v6) != 0 {
+		t.Fatalf("groups left after every address went: %d IPv4, %d IPv6", len(a.v4), len(a.v6))
 	}
 }
