@@ -188,3 +188,21 @@ func heapAfterGC() uint64 {
 	goruntime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
+
+// bytesPerEndpointBudget bounds the heap the plugin holds per endpoint
+// (88 bytes now). make bench's target, a fifth of the kubernetes plugin's
+// RSS (about 128 MiB), less the process's own 70 MiB (binary and runtime),
+// leaves about 150 at 300,000 endpoints; the budget keeps room below that
+// and fails on a change that undoes one of the savings.
+const bytesPerEndpointBudget = 100
+
+// The heap held per endpoint stays within budget: 2,000 services of make
+// bench's shape measure as the 10,000 do, within a byte.
+func TestIndexMemoryBudget(t *testing.T) {
+	w := memoryWorld{services: 2000, clusters: 3, endpoints: 10}
+	perEndpoint := float64(heldAfterSync(t, w, w.encode(t))) / float64(w.total())
+	t.Logf("%.1f B/endpoint", perEndpoint)
+	if perEndpoint > bytesPerEndpointBudget {
+		t.Fatalf("the plugin holds %.1f B per endpoint, over the budget of %d", perEndpoint, bytesPerEndpointBudget)
+	}
+}
