@@ -101,13 +101,14 @@ func measureFailover(ctx context.Context, o options, w *world, s *server, fc fai
 
 // waitAnswer asks name until the A answer is want, and says how long that took.
 func waitAnswer(ctx context.Context, c *dns.Client, addr, name, want string) (time.Duration, error) {
+	expect := answersA(func(int) string { return want })
 	start := time.Now()
 	var last error
 	for time.Since(start) < failoverTimeout {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		if last = check(c, addr, name, want); last == nil {
+		if last = ask(c, addr, name, dns.TypeA, expect, 0); last == nil {
 			return time.Since(start), nil
 		}
 	}
