@@ -1,10 +1,9 @@
 package mcs
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"net"
+	"fmt"
 	goruntime "runtime"
 	"strconv"
 	"testing"
@@ -16,16 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
-// memoryWorld is the shape of the DNS benchmark's objects (test/bench,
-// objects.go): per service an annotated ServiceImport and one imported
-// EndpointSlice per source cluster, each with ready endpoints of distinct
-// addresses; a fifth of the services with a ClusterIP Service.
+// memoryWorld is a number of the DNS benchmark's imported services
+// (test/bench/benchfixture): per service an annotated ServiceImport and one
+// imported EndpointSlice per source cluster with ready endpoints of
+// distinct addresses, and for the first fifth a ClusterIP Service.
 type memoryWorld struct {
 	services, clusters, endpoints int
 }
@@ -43,18 +41,21 @@ type encoded struct {
 	slices, services, imports []byte
 }
 
+const memoryNamespace = "mcs-bench"
+
 func (w memoryWorld) encode(t testing.TB) encoded {
 	t.Helper()
 	var slices discoveryv1.EndpointSliceList
 	var services corev1.ServiceList
 	var imports mcsv1b1.ServiceImportList
+	n := 0
 	for i := range w.services {
-		imports.Items = append(imports.Items, w.importObj(i))
-		if i%5 == 0 {
-			services.Items = append(services.Items, w.serviceObj(i))
+		imports.Items = append(imports.Items, *stamped(benchfixture.Import(memoryNamespace, i), &n))
+		if i < w.services/5 { // make bench's -native 2000 of 10000
+			services.Items = append(services.Items, *stamped(serviceWithIP(i), &n))
 		}
 		for c := range w.clusters {
-			slices.Items = append(slices.Items, w.sliceObj(c, i))
+			slices.Items = append(slices.Items, *stamped(benchfixture.Slice(memoryNamespace, c, i, w.endpoints), &n))
 		}
 	}
 	var e encoded
@@ -68,62 +69,25 @@ func (w memoryWorld) encode(t testing.TB) encoded {
 	return e
 }
 
-// apiMeta is what the API server adds to every object.
-func apiMeta(name string, n int) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Namespace:         "mcs-bench",
-		Name:              name,
-		UID:               types.UID("0b8e5d1c-4a5f-4c1e-9d7a-" + strconv.FormatInt(int64(100000000000+n), 10)),
-		ResourceVersion:   strconv.Itoa(1000000 + n),
-		CreationTimestamp: metav1.Unix(1795000000, 0),
+// stamped adds what the API server adds to every object it stores, the
+// n-th: a UID, a resourceVersion and a creation time.
+func stamped[T metav1.Object](obj T, n *int) T {
+	*n++
+	obj.SetUID(types.UID(fmt.Sprintf("0b8e5d1c-4a5f-4c1e-9d7a-%012d", *n)))
+	obj.SetResourceVersion(strconv.Itoa(1000000 + *n))
+	obj.SetCreationTimestamp(metav1.Unix(1795000000, 0))
+	return obj
+}
+
+// serviceWithIP is service i's Service, with the ClusterIP the API server
+// would allocate.
+func serviceWithIP(i int) *corev1.Service {
+	ip := benchfixture.IPv4(10<<24 | 96<<16 + i)
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: memoryNamespace, Name: benchfixture.ServiceName(i)},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, ClusterIPs: []string{ip},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
 	}
-}
-
-func (w memoryWorld) serviceName(i int) string { return "svc-" + strconv.Itoa(i) }
-
-func (w memoryWorld) importObj(i int) mcsv1b1.ServiceImport {
-	m := apiMeta(w.serviceName(i), i)
-	m.Annotations = map[string]string{api.AnnotationStrategy: string(api.RemoteAndLocal)}
-	return mcsv1b1.ServiceImport{ObjectMeta: m, Spec: mcsv1b1.ServiceImportSpec{
-		Type:  mcsv1b1.ClusterSetIP,
-		IPs:   []string{w.ip(10<<24|32<<16, i)},
-		Ports: []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
-	}}
-}
-
-func (w memoryWorld) serviceObj(i int) corev1.Service {
-	ip := w.ip(10<<24|96<<16, i)
-	return corev1.Service{ObjectMeta: apiMeta(w.serviceName(i), i), Spec: corev1.ServiceSpec{
-		Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, ClusterIPs: []string{ip},
-		Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
-	}}
-}
-
-func (w memoryWorld) sliceObj(c, i int) discoveryv1.EndpointSlice {
-	cluster := "remote-" + strconv.Itoa(c+1)
-	m := apiMeta(api.ImportedPrefix+cluster+"-"+w.serviceName(i), (c+1)*w.services+i)
-	m.Labels = map[string]string{
-		mcsv1b1.LabelServiceName:     w.serviceName(i),
-		mcsv1b1.LabelSourceCluster:   cluster,
-		discoveryv1.LabelServiceName: api.DerivedPrefix + w.serviceName(i),
-		discoveryv1.LabelManagedBy:   api.ManagedBy,
-	}
-	m.Annotations = map[string]string{api.AnnotationSourceGeneration: "1"}
-	s := discoveryv1.EndpointSlice{ObjectMeta: m, AddressType: discoveryv1.AddressTypeIPv4,
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}}
-	for j := range w.endpoints {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{w.ip(10<<24|64<<16+c<<18, i*w.endpoints+j)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		})
-	}
-	return s
-}
-
-func (w memoryWorld) ip(base, n int) string {
-	ip := make(net.IP, net.IPv4len)
-	binary.BigEndian.PutUint32(ip, uint32(base+n)) // #nosec G115 -- small test numbers
-	return ip.String()
 }
 
 // serveLists makes f's fake API servers answer the lists of e, decoded on

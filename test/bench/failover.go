@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
 // failoverCase is one LocalFirst service whose local endpoints the bench
@@ -150,9 +151,9 @@ func (w *world) ensureFailover(ctx context.Context, fc failoverCase) (string, er
 	if _, err := w.mcs.MulticlusterV1beta1().ServiceImports(ns).Create(ctx, imp, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		return "", fmt.Errorf("creating serviceimport %s: %w", fc.name, err)
 	}
-	remote := failoverSlice(ns, api.ImportedPrefix+clusterName(0)+"-"+fc.name, []string{fc.remoteIP}, 1, map[string]string{
+	remote := failoverSlice(ns, api.ImportedPrefix+benchfixture.ClusterName(0)+"-"+fc.name, []string{fc.remoteIP}, 1, map[string]string{
 		mcsv1b1.LabelServiceName:     fc.name,
-		mcsv1b1.LabelSourceCluster:   clusterName(0),
+		mcsv1b1.LabelSourceCluster:   benchfixture.ClusterName(0),
 		discoveryv1.LabelServiceName: api.DerivedPrefix + fc.name,
 		discoveryv1.LabelManagedBy:   api.ManagedBy,
 	})

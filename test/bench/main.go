@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 	"github.com/coredns-mcs/coredns-mcs/test/bench/benchreport"
 )
 
@@ -92,12 +93,12 @@ func (o *options) validate() error {
 		return errors.New("-native and -plain must be positive")
 	case o.services < 1 || o.clusters < 1 || o.endpoints < 1 || o.workers < 1 || o.rounds < 1 || o.fixedRuns < 1 || o.clients < 1 || o.outstanding < 1 || o.failovers < 1:
 		return errors.New("-services, -clusters, -endpoints, -workers, -rounds, -fixed-runs, -failovers, -clients and -outstanding must be positive")
-	case o.services*o.endpoints > maxEndpointsPerCluster:
-		return fmt.Errorf("-services × -endpoints must be at most %d (one address block per cluster)", maxEndpointsPerCluster)
-	case o.services > endpointIPBase-clustersetIPBase:
-		return fmt.Errorf("-services must be at most %d (the clusterset IP block)", endpointIPBase-clustersetIPBase)
-	case o.clusters > maxClusters:
-		return fmt.Errorf("-clusters must be at most %d", maxClusters)
+	case o.services*o.endpoints > benchfixture.MaxEndpointsPerCluster:
+		return fmt.Errorf("-services × -endpoints must be at most %d (one address block per cluster)", benchfixture.MaxEndpointsPerCluster)
+	case o.services > benchfixture.EndpointIPBase-benchfixture.ClustersetIPBase:
+		return fmt.Errorf("-services must be at most %d (the clusterset IP block)", benchfixture.EndpointIPBase-benchfixture.ClustersetIPBase)
+	case o.clusters > benchfixture.MaxClusters:
+		return fmt.Errorf("-clusters must be at most %d", benchfixture.MaxClusters)
 	case o.load <= 0 || o.load > 1:
 		return errors.New("-load must be in (0, 1]")
 	case o.duration < time.Second || o.fixedLength < time.Second:
@@ -206,16 +207,16 @@ func startContestants(ctx context.Context, servers *fleet) (map[string]*server, 
 // is what ns.dns.clusterset.local answers on the mcs process.
 func contests(w *world, procs map[string]*server, glue []net.IP) []*contest {
 	mcs := procs["mcs"]
-	native := side{"native A", mcs, nativeNames, answersA(w.importIP)}
+	native := side{"native A", mcs, nativeNames, answersA(benchfixture.ImportIP)}
 	return []*contest{
 		{name: "native A (cluster.local), mcs vs kubernetes", minQPS: 1, maxP99: 1,
-			sides: [2]side{{"mcs", mcs, nativeNames, answersA(w.importIP)}, {"kubernetes", procs["kubernetes"], nativeNames, answersA(w.serviceIP)}}},
+			sides: [2]side{{"mcs", mcs, nativeNames, answersA(benchfixture.ImportIP)}, {"kubernetes", procs["kubernetes"], nativeNames, answersA(w.serviceIP)}}},
 		{name: "clusterset A (clusterset.local), mcs vs kubernetes multicluster", minQPS: 1, maxP99: 1,
-			sides: [2]side{{"mcs", mcs, clustersetNames, answersA(w.importIP)}, {"kubernetes", procs["kubernetes"], clustersetNames, answersA(w.importIP)}}},
+			sides: [2]side{{"mcs", mcs, clustersetNames, answersA(benchfixture.ImportIP)}, {"kubernetes", procs["kubernetes"], clustersetNames, answersA(benchfixture.ImportIP)}}},
 		{name: "plain A (passed on), mcs + kubernetes vs kubernetes alone", minQPS: passThroughRatio, maxP99: 1 / passThroughRatio,
 			sides: [2]side{{"mcs + kubernetes", mcs, plainNames, answersA(w.plainIP)}, {"kubernetes alone", procs["kubernetes-alone"], plainNames, answersA(w.plainIP)}}},
 		{name: "native A (cluster.local), mcs vs the whoami ceiling", minQPS: ceilingRatio,
-			sides: [2]side{{"mcs", mcs, nativeNames, answersA(w.importIP)}, {"whoami", procs["whoami"], nativeNames, answersNOERROR}}},
+			sides: [2]side{{"mcs", mcs, nativeNames, answersA(benchfixture.ImportIP)}, {"whoami", procs["whoami"], nativeNames, answersNOERROR}}},
 		{name: "NS clusterset.local vs native A, one mcs process", minQPS: nsRatio,
 			sides: [2]side{{"NS clusterset.local", mcs, nsApex, answersNS(glue)}, native}},
 		{name: "A ns.dns.clusterset.local vs native A, one mcs process", minQPS: nsRatio,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
 // side is one process of a contest, the names it is asked and what each
@@ -29,9 +31,11 @@ type querySet struct {
 
 var (
 	nativeNames = querySet{file: "native.queries", qtype: dns.TypeA, count: func(o options) int { return o.native },
-		name: func(o options, i int) string { return fqdn(serviceName(i), o.namespace, "cluster.local") }}
+		name: func(o options, i int) string { return fqdn(benchfixture.ServiceName(i), o.namespace, "cluster.local") }}
 	clustersetNames = querySet{file: "clusterset.queries", qtype: dns.TypeA, count: func(o options) int { return o.services },
-		name: func(o options, i int) string { return fqdn(serviceName(i), o.namespace, "clusterset.local") }}
+		name: func(o options, i int) string {
+			return fqdn(benchfixture.ServiceName(i), o.namespace, "clusterset.local")
+		}}
 	plainNames = querySet{file: "plain.queries", qtype: dns.TypeA, count: func(o options) int { return o.plain },
 		name: func(o options, i int) string { return fqdn(plainName(i), o.namespace, "cluster.local") }}
 )
