@@ -136,7 +136,7 @@ func (w *watcher) run(ctx context.Context) {
 // free: every object decoded, of which trim kept a small struct. Go keeps
 // freed memory for the heap to grow into, up to twice what is live
 // (GOGC), so a server that answers little would hold most of it for good:
-// 35 MB on make bench's objects, a quarter of the process. Under load the
+// on make bench's objects, 21 of the process's 141 MiB. Under load the
 // heap grows back towards that bound, and no further.
 func returnSyncGarbage() { debug.FreeOSMemory() }
 
