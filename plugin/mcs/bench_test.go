@@ -63,7 +63,6 @@ func addServices(x *index, n int) {
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
 		x.setImport(nil, &serviceImport{objMeta: objMeta{namespace: "bulk", name: name}, ips: parseIPs([]string{"10.200.0.1"}), strategy: api.RemoteAndLocal})
-		x.setSlice(nil, &endpointSlice{objMeta: objMeta{namespace: "bulk", name: name + "-a"}, service: name, imported: true, cluster: "member2",
-			endpoints: []endpoint{{ip: parseIP("10.201.0.1"), hostname: "10-201-0-1"}}})
+		x.setSlice(nil, toSlice(importedSlice("bulk", name, "member2", name, nil, ep{ip: "10.201.0.1"})))
 	}
 }

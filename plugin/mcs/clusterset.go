@@ -109,7 +109,7 @@ func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, p
 	set := newSRVSet(ttl)
 	if v.headless() {
 		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e endpoint) string {
-			return e.hostname + "." + s.cluster + "." + svcName
+			return e.hostname() + "." + s.cluster + "." + svcName
 		})
 	} else {
 		set.vipSRV(owner, svcName, v.imp.ports, v.imp.ips, name, protocol)

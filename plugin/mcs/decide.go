@@ -83,7 +83,7 @@ func remoteAndLocal(v *view, useVIP bool, split func() candidates) (choice, bool
 func readyCount(ss []*endpointSlice) int {
 	n := 0
 	for _, s := range ss {
-		n += len(s.endpoints)
+		n += s.count()
 	}
 	return n
 }

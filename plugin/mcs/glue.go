@@ -65,15 +65,15 @@ func glueOf(e *entry, addrs []net.IP) []net.IP {
 	if len(addrs) == 0 {
 		return nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(e.slices)) {
-		s := e.slices[name]
-		for _, ep := range s.endpoints {
+	for _, s := range e.slices {
+		for ep := range s.all() {
+			ip := ep.ip
 			switch {
-			case s.imported || !slices.ContainsFunc(addrs, ep.ip.Equal):
+			case s.imported || !slices.ContainsFunc(addrs, ip.Equal):
 			case e.svc != nil && !e.svc.headless && len(e.svc.ips) > 0:
 				add(e.svc.ips...)
 			default:
-				add(ep.ip)
+				add(ip)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package mcs
 
 import (
+	"cmp"
 	"maps"
 	"net"
 	"slices"
@@ -16,10 +17,31 @@ type svcKey struct{ namespace, name string }
 // entry gathers, per namespace/service, the objects the informers delivered.
 // Only writers (informer handlers, under index.mu) touch entries.
 type entry struct {
-	svc    *service
-	imp    *serviceImport
-	slices map[string]*endpointSlice // by slice name
+	svc *service
+	imp *serviceImport
+	// slices are sorted by name: a service has a few, which a map would
+	// hold in ten times the memory.
+	slices []*endpointSlice
 }
+
+// putSlice files s, replacing the version of the same name.
+func (e *entry) putSlice(s *endpointSlice) {
+	i, found := slices.BinarySearchFunc(e.slices, s.name, bySliceNameKey)
+	if found {
+		e.slices[i] = s
+	} else {
+		e.slices = slices.Insert(e.slices, i, s)
+	}
+}
+
+// dropSlice removes the slice named name.
+func (e *entry) dropSlice(name string) {
+	if i, found := slices.BinarySearchFunc(e.slices, name, bySliceNameKey); found {
+		e.slices = slices.Delete(e.slices, i, i+1)
+	}
+}
+
+func bySliceNameKey(s *endpointSlice, name string) int { return cmp.Compare(s.name, name) }
 
 // index is the in-memory state answers are read from. A query costs one map
 // lookup under a read lock: every change rebuilds that service's immutable
@@ -33,7 +55,7 @@ type index struct {
 	// each ready endpoint, for PTR queries (see reverse.go), when mcs has a
 	// reverse zone: only those, as the addresses of this cluster's own
 	// endpoints, most of a cluster's, are the kubernetes plugin's to answer.
-	addrs     map[string][]*endpointSlice
+	addrs     addrIndex
 	byAddress bool
 
 	// leases maps a source cluster to its Lease's expiry. It changes every few
@@ -52,7 +74,7 @@ func newIndex(s api.Strategy, byAddress bool) *index {
 		entries:    map[svcKey]*entry{},
 		views:      map[svcKey]*view{},
 		namespaces: map[string]struct{}{},
-		addrs:      map[string][]*endpointSlice{},
+		addrs:      newAddrIndex(),
 		byAddress:  byAddress,
 		strategy:   s,
 	}
@@ -88,7 +110,7 @@ func (x *index) change(k svcKey, fn func(*entry)) {
 	defer x.mu.Unlock()
 	e := x.entries[k]
 	if e == nil {
-		e = &entry{slices: map[string]*endpointSlice{}}
+		e = &entry{}
 		x.entries[k] = e
 	}
 	fn(e)
@@ -126,46 +148,12 @@ func (x *index) setImport(old, cur *serviceImport) {
 // changed moves from the old service to the new one.
 func (x *index) setSlice(old, cur *endpointSlice) {
 	if old != nil && old.service != "" && (cur == nil || cur.service != old.service) {
-		x.change(svcKey{old.namespace, old.service}, func(e *entry) { delete(e.slices, old.name) })
+		x.change(svcKey{old.namespace, old.service}, func(e *entry) { e.dropSlice(old.name) })
 	}
 	if cur != nil && cur.service != "" {
-		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.slices[cur.name] = cur })
+		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.putSlice(cur) })
 	}
 	x.fileAddrs(old, cur)
-}
-
-// fileAddrs moves a slice's addresses in addrs from old to cur.
-func (x *index) fileAddrs(old, cur *endpointSlice) {
-	oldRemote, curRemote := x.filedByAddress(old), x.filedByAddress(cur)
-	if !oldRemote && !curRemote {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if oldRemote {
-		for _, e := range old.endpoints {
-			k := string(e.ip)
-			if rest := slices.DeleteFunc(x.addrs[k], old.sameObject); len(rest) > 0 {
-				x.addrs[k] = rest
-			} else {
-				delete(x.addrs, k)
-			}
-		}
-	}
-	if curRemote {
-		for _, e := range cur.endpoints {
-			k := string(e.ip)
-			if ss := x.addrs[k]; len(ss) == 0 || ss[len(ss)-1] != cur { // an address may repeat in a slice
-				x.addrs[k] = append(ss, cur)
-			}
-		}
-	}
-}
-
-// filedByAddress reports whether s goes into addrs: a slice imported from
-// another cluster, when PTR queries are answered.
-func (x *index) filedByAddress(s *endpointSlice) bool {
-	return x.byAddress && s != nil && s.imported && s.service != "" && s.cluster != x.self
 }
 
 func (x *index) setNamespace(old, cur *namespace) {

@@ -27,6 +27,12 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	if !v.native() || len(v.local) != 2 || v.local[0].name != "a" {
 		t.Fatalf("view %+v", v)
 	}
+	a2 := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.4"}))
+	x.setSlice(a, a2)
+	if v := x.view("demo", "serve"); len(v.local) != 2 || v.local[0] != a2 {
+		t.Fatalf("a slice's new version must replace the old one: view %+v", v)
+	}
+	a = a2
 	other := &serviceImport{objMeta: objMeta{namespace: "demo", name: "other"}, strategy: api.LocalFirst}
 	x.setImport(nil, other)
 	moved := toSlice(localSlice("demo", "other", "a", nil, ep{ip: localIP}))

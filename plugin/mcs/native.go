@@ -80,7 +80,7 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 		set.vipSRV(owner, svcName, c.ports, c.vips, name, protocol)
 	} else {
 		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e endpoint) string {
-			return e.hostname + "." + svcName
+			return e.hostname() + "." + svcName
 		})
 	}
 	if byPort && len(set.answer) == 0 {

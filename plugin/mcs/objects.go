@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unique"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,14 @@ func (o *objMeta) GetObjectMeta() metav1.Object {
 }
 
 func metaOf(m *metav1.ObjectMeta) objMeta {
-	return objMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}
+	return objMeta{namespace: intern(m.Namespace), name: m.Name, resourceVersion: m.ResourceVersion}
 }
+
+// intern returns the one copy of s that every trimmed object shares. It is
+// for the strings that tens of thousands of objects repeat (namespaces,
+// source clusters, port names and protocols), not for names, which would
+// cost the table more than they save.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // port is a service, import or slice port; name and protocol are lower-case
 // because SRV labels match case-insensitively.
@@ -68,33 +75,22 @@ type serviceImport struct {
 	failover []string
 }
 
-type endpoint struct {
-	ip       net.IP
-	hostname string // the endpoint's hostname, else its address dashed
-}
-
 type endpointSlice struct {
 	objMeta
-	service   string // the (multi-cluster) service the slice belongs to
-	imported  bool
-	cluster   string // source cluster of an imported slice
-	ports     []port
-	endpoints []endpoint // ready ones only
+	service  string // the (multi-cluster) service the slice belongs to
+	imported bool
+	wide     bool   // addrs holds 16 bytes an address, else 4 (see endpoints.go)
+	cluster  string // source cluster of an imported slice
+	ports    []port
+	// The ready endpoints, read through endpoint and all: their addresses
+	// back to back, and their hostnames when one is not its address dashed.
+	addrs []byte
+	hosts []string
 }
 
 // sameObject reports whether o is a version of the same EndpointSlice.
 func (s *endpointSlice) sameObject(o *endpointSlice) bool {
 	return s.namespace == o.namespace && s.name == o.name
-}
-
-// hasHost reports whether an endpoint of s has hostname host.
-func (s *endpointSlice) hasHost(host string) bool {
-	for _, e := range s.endpoints {
-		if e.hostname == host {
-			return true
-		}
-	}
-	return false
 }
 
 type lease struct {
@@ -174,7 +170,7 @@ func newPort(name, protocol string, number int32) port {
 	if protocol == "" {
 		protocol = string(corev1.ProtocolTCP)
 	}
-	return port{name: strings.ToLower(name), protocol: strings.ToLower(protocol), port: number}
+	return port{name: intern(strings.ToLower(name)), protocol: intern(strings.ToLower(protocol)), port: number}
 }
 
 // toSlice keeps what answers need of an EndpointSlice. An imported slice
@@ -184,7 +180,7 @@ func newPort(name, protocol string, number int32) port {
 func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
-		out.imported, out.cluster = true, s.Labels[mcsv1b1.LabelSourceCluster]
+		out.imported, out.cluster = true, intern(s.Labels[mcsv1b1.LabelSourceCluster])
 		if len(validation.IsDNS1123Label(out.cluster)) == 0 {
 			out.service = svc
 		}
@@ -204,39 +200,8 @@ func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 		}
 		out.ports = append(out.ports, newPort(name, protocol, *p.Port))
 	}
-	out.endpoints = readyEndpoints(s.Endpoints)
+	out.setEndpoints(s.Endpoints)
 	return out
-}
-
-func readyEndpoints(eps []discoveryv1.Endpoint) []endpoint {
-	var out []endpoint
-	for _, e := range eps {
-		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-			continue
-		}
-		for _, a := range e.Addresses {
-			ip := parseIP(a)
-			if ip == nil {
-				continue
-			}
-			host := dashed(a)
-			if e.Hostname != nil && *e.Hostname != "" {
-				host = strings.ToLower(*e.Hostname)
-			}
-			out = append(out, endpoint{ip: ip, hostname: host})
-		}
-	}
-	return out
-}
-
-// dashed is the hostname of an endpoint without one, as the kubernetes
-// plugin names it: 10.0.0.1 → 10-0-0-1, fd00::1 → fd00--1, fd00:: → fd00--0.
-func dashed(addr string) string {
-	h := strings.NewReplacer(".", "-", ":", "-").Replace(addr)
-	if strings.HasSuffix(h, "-") {
-		h += "0"
-	}
-	return strings.ToLower(h)
 }
 
 func toLease(l *coordv1.Lease) *lease {

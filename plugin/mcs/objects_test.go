@@ -40,8 +40,8 @@ func TestTrimSlice(t *testing.T) {
 		t.Fatalf("labels read as %+v", got)
 	}
 	var hosts []string
-	for _, e := range got.endpoints {
-		hosts = append(hosts, e.hostname)
+	for e := range got.all() {
+		hosts = append(hosts, e.hostname())
 	}
 	if !equal(hosts, "web-0", "fd00--0", "10-2-0-9") {
 		t.Fatalf("ready endpoints named %v", hosts)

@@ -39,20 +39,21 @@ func vipRecords(name string, qtype uint16, ips []net.IP, ttl uint32) []dns.RR {
 // endpoint may briefly sit in two slices while they are rebalanced.
 func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32) []dns.RR {
 	var rrs []dns.RR
-	var seen map[string]struct{}
+	var seen map[[16]byte]struct{}
 	if len(ss) > 1 {
-		seen = map[string]struct{}{}
+		seen = map[[16]byte]struct{}{}
 	}
 	for _, s := range ss {
-		for _, e := range s.endpoints {
-			if family(e.ip) != qtype || (host != "" && e.hostname != host) {
+		for e := range s.all() {
+			if family(e.ip) != qtype || (host != "" && !e.named(host)) {
 				continue
 			}
 			if seen != nil {
-				if _, dup := seen[string(e.ip)]; dup {
+				k := addrKey(e.ip)
+				if _, dup := seen[k]; dup {
 					continue
 				}
-				seen[string(e.ip)] = struct{}{}
+				seen[k] = struct{}{}
 			}
 			rrs = append(rrs, addrRR(name, e.ip, ttl))
 		}
@@ -122,8 +123,8 @@ func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, 
 // names each endpoint's target.
 func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
 	for _, sl := range ss {
-		for _, e := range sl.endpoints {
-			if host != "" && e.hostname != host {
+		for e := range sl.all() {
+			if host != "" && !e.named(host) {
 				continue
 			}
 			for _, p := range sl.ports {

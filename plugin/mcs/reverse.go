@@ -46,18 +46,21 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var names []string
-	for _, s := range x.addrs[string(ip)] {
+	for _, s := range x.addrs.slices(ip) {
 		v := x.views[svcKey{s.namespace, s.service}]
 		if v == nil { // not imported: no clusterset name
 			continue
 		}
 		svcName := dnsutil.Join(s.service, s.namespace, "svc", zone)
-		for _, e := range s.endpoints {
+		for e := range s.all() {
+			if !e.ip.Equal(ip) {
+				continue
+			}
 			name := svcName
 			if v.headless() {
-				name = e.hostname + "." + s.cluster + "." + svcName
+				name = e.hostname() + "." + s.cluster + "." + svcName
 			}
-			if e.ip.Equal(ip) && !slices.Contains(names, name) {
+			if !slices.Contains(names, name) {
 				names = append(names, name)
 			}
 		}

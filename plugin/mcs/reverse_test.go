@@ -117,7 +117,7 @@ func TestReverseFollowsChanges(t *testing.T) {
 	f.waitFor(func() bool {
 		f.m.idx.mu.RLock()
 		defer f.m.idx.mu.RUnlock()
-		return len(f.m.idx.addrs) == 0
+		return f.m.idx.addrs.len() == 0
 	}, "the address index emptied")
 }
 
@@ -143,7 +143,7 @@ func TestNoReverseZoneNoAddressIndex(t *testing.T) {
 		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.2.0.5", hostname: "web-0"}))
 	f.m.idx.mu.RLock()
 	defer f.m.idx.mu.RUnlock()
-	if len(f.m.idx.addrs) != 0 || f.m.idx.views[svcKey{"demo", "web"}] == nil {
-		t.Fatalf("want the import indexed and no address: %d addresses", len(f.m.idx.addrs))
+	if f.m.idx.addrs.len() != 0 || f.m.idx.views[svcKey{"demo", "web"}] == nil {
+		t.Fatalf("want the import indexed and no address: %d addresses", f.m.idx.addrs.len())
 	}
 }

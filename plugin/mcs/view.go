@@ -28,26 +28,30 @@ func newView(k svcKey, e *entry, self string, fallback api.Strategy) *view {
 	if e.imp != nil {
 		v.strategy = cmp.Or(e.imp.strategy, fallback)
 	}
-	for _, s := range e.slices {
+	for _, s := range e.slices { // sorted by name
 		switch {
-		case len(s.endpoints) == 0:
+		case s.count() == 0:
 		case !s.imported:
 			v.local = append(v.local, s)
 		default:
 			v.imported = append(v.imported, s)
-			if s.cluster != self {
-				v.remote = append(v.remote, s)
-			}
 		}
 	}
-	slices.SortFunc(v.local, bySliceName)
 	slices.SortFunc(v.imported, byClusterThenName)
-	slices.SortFunc(v.remote, byClusterThenName)
-	v.union = append(append([]*endpointSlice{}, v.local...), v.remote...)
+	// A view never changes, so the lists that hold the same slices share
+	// one array: remote is imported but for this cluster's own, and union
+	// is remote when there is no local slice.
+	fromSelf := func(s *endpointSlice) bool { return s.cluster == self }
+	v.remote = v.imported
+	if slices.ContainsFunc(v.imported, fromSelf) {
+		v.remote = slices.DeleteFunc(slices.Clone(v.imported), fromSelf)
+	}
+	v.union = v.remote
+	if len(v.local) > 0 {
+		v.union = slices.Concat(v.local, v.remote)
+	}
 	return v
 }
-
-func bySliceName(a, b *endpointSlice) int { return cmp.Compare(a.name, b.name) }
 
 func byClusterThenName(a, b *endpointSlice) int {
 	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))

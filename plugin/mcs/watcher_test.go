@@ -1,6 +1,9 @@
 package mcs
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
@@ -82,6 +86,32 @@ func TestServiceImportV1alpha1(t *testing.T) {
 	defer f.m.watcher.stop()
 	if got := addresses(f.query("serve.demo.svc.clusterset.local.", dns.TypeA)); !equal(got, vipSet) {
 		t.Fatalf("want the v1alpha1 import's IP, got %v", got)
+	}
+}
+
+// A cluster that serves both versions, as the MCS API CRDs do, has its
+// imports read once, in v1beta1: an informer per version would hold every
+// import twice.
+func TestServiceImportsWatchedOnce(t *testing.T) {
+	f := newUnstartedFixture(t, baseConfig())
+	for _, gv := range []schema.GroupVersion{mcsv1a1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion} {
+		f.kube.Resources = append(f.kube.Resources, &metav1.APIResourceList{
+			GroupVersion: gv.String(),
+			APIResources: []metav1.APIResource{{Name: "serviceimports", Namespaced: true, Kind: "ServiceImport"}},
+		})
+	}
+	if err := f.m.watcher.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.m.watcher.stop()
+	var started []reflect.Type
+	for _, factory := range f.m.watcher.factories {
+		if m, ok := factory.(mcsinformers.SharedInformerFactory); ok {
+			started = slices.AppendSeq(started, maps.Keys(m.WaitForCacheSync(nil)))
+		}
+	}
+	if want := reflect.TypeFor[*mcsv1b1.ServiceImport](); len(started) != 1 || started[0] != want {
+		t.Fatalf("ServiceImport informers started: %v, want %v alone", started, want)
 	}
 }
 

@@ -22,9 +22,10 @@ import (
 // the plugin under test.
 const (
 	// corefileMCSAndKubernetes is a member's stanza: mcs answers the
-	// multi-cluster names, kubernetes the rest.
+	// multi-cluster names, kubernetes the rest. It listens on GlueAddr too,
+	// so that ns.dns.clusterset.local has an address (ns.go).
 	corefileMCSAndKubernetes = `.:{{.Port}} {
-    bind 127.0.0.1
+    bind 127.0.0.1 {{.GlueAddr}}
     ready 127.0.0.1:{{.ReadyPort}}
     mcs cluster.local clusterset.local in-addr.arpa ip6.arpa {
         kubeconfig {{.Kubeconfig}} {{.Context}}
@@ -92,6 +93,7 @@ func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // fleet is every process this run started; stopAll ends them.
 type fleet struct {
 	opts    options
+	glue    net.IP // the address corefileMCSAndKubernetes listens on besides loopback
 	servers []*server
 }
 
@@ -118,7 +120,7 @@ func (f *fleet) launch(name, corefile string) (*server, error) {
 	}
 	s := &server{port: ports[0], readyPort: ports[1]}
 	conf := filepath.Join(dir, "Corefile")
-	if err := writeCorefile(conf, corefile, f.opts, s); err != nil {
+	if err := f.writeCorefile(conf, corefile, s); err != nil {
 		return nil, err
 	}
 	if s.Process, err = process.Start(process.CoreDNS(name, f.opts.coredns, conf, filepath.Join(dir, "coredns.log"))); err != nil {
@@ -129,12 +131,12 @@ func (f *fleet) launch(name, corefile string) (*server, error) {
 	return s, nil
 }
 
-func writeCorefile(path, text string, o options, s *server) error {
+func (f *fleet) writeCorefile(path, text string, s *server) error {
 	var b strings.Builder
 	data := struct {
-		Port, ReadyPort     int
-		Kubeconfig, Context string
-	}{s.port, s.readyPort, o.kubeconfig, o.context}
+		Port, ReadyPort               int
+		Kubeconfig, Context, GlueAddr string
+	}{s.port, s.readyPort, f.opts.kubeconfig, f.opts.context, f.glue.String()}
 	if err := template.Must(template.New("Corefile").Parse(text)).Execute(&b, data); err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // dnsperfTimeout is dnsperf's default query timeout: a lost query counts
@@ -45,12 +47,12 @@ var (
 	reLost = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
 )
 
-// writeQueryFile writes one A query per name of qs, in order.
+// writeQueryFile writes one query per name of qs, in order.
 func writeQueryFile(o options, qs querySet) (string, error) {
 	path := filepath.Join(o.outDir, qs.file)
 	var b strings.Builder
 	for i := range qs.count(o) {
-		fmt.Fprintf(&b, "%s A\n", strings.TrimSuffix(qs.name(o, i), "."))
+		fmt.Fprintf(&b, "%s %s\n", strings.TrimSuffix(qs.name(o, i), "."), dns.TypeToString[qs.qtype])
 	}
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -169,14 +171,14 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(0, i)]
 }
 
-// contest compares two processes on one query set in alternating runs:
-// the ratio sides[0] / sides[1] is held against its targets.
+// contest compares two sides in alternating runs, two processes on one
+// query set or two query sets on one process: the ratio sides[0] /
+// sides[1] is held against its targets.
 type contest struct {
-	name    string // as in the table
-	queries querySet
-	sides   [2]side
-	minQPS  float64 // target: QPS ratio at least
-	maxP99  float64 // target: p99 ratio at most; 0 for none, and no fixed-rate runs
+	name   string // as in the table
+	sides  [2]side
+	minQPS float64 // target: QPS ratio at least
+	maxP99 float64 // target: p99 ratio at most; 0 for none, and no fixed-rate runs
 
 	saturated [2][]perfRun
 	fixed     [2][]perfRun
@@ -189,9 +191,12 @@ type contest struct {
 // fixed-rate p99 of a side is the median of its runs' p99s (test/bench/README.md,
 // "What it does").
 func (c *contest) run(ctx context.Context, o options) error {
-	queries, err := writeQueryFile(o, c.queries)
-	if err != nil {
-		return err
+	var queries [2]string
+	for i, s := range c.sides {
+		var err error
+		if queries[i], err = writeQueryFile(o, s.queries); err != nil {
+			return err
+		}
 	}
 	if err := c.rounds(ctx, o, queries, 0, o.rounds, o.duration, &c.saturated); err != nil {
 		return err
@@ -206,14 +211,14 @@ func (c *contest) run(ctx context.Context, o options) error {
 // rounds does n runs of length d per side, measured side first in even
 // rounds and second in odd ones, so that a drift in the machine's load
 // weighs on both sides alike.
-func (c *contest) rounds(ctx context.Context, o options, queries string, rate, n int, d time.Duration, into *[2][]perfRun) error {
+func (c *contest) rounds(ctx context.Context, o options, queries [2]string, rate, n int, d time.Duration, into *[2][]perfRun) error {
 	for r := range n {
 		order := []int{0, 1}
 		if r%2 == 1 {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			run, err := dnsperf(ctx, o, c.sides[i].srv, queries, rate, d)
+			run, err := dnsperf(ctx, o, c.sides[i].srv, queries[i], rate, d)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
 // failoverCase is one LocalFirst service whose local endpoints the bench
@@ -101,13 +102,14 @@ func measureFailover(ctx context.Context, o options, w *world, s *server, fc fai
 
 // waitAnswer asks name until the A answer is want, and says how long that took.
 func waitAnswer(ctx context.Context, c *dns.Client, addr, name, want string) (time.Duration, error) {
+	expect := answersA(func(int) string { return want })
 	start := time.Now()
 	var last error
 	for time.Since(start) < failoverTimeout {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		if last = check(c, addr, name, want); last == nil {
+		if last = ask(c, addr, name, dns.TypeA, expect, 0); last == nil {
 			return time.Since(start), nil
 		}
 	}
@@ -149,9 +151,9 @@ func (w *world) ensureFailover(ctx context.Context, fc failoverCase) (string, er
 	if _, err := w.mcs.MulticlusterV1beta1().ServiceImports(ns).Create(ctx, imp, metav1.CreateOptions{}); ignoreExists(err) != nil {
 		return "", fmt.Errorf("creating serviceimport %s: %w", fc.name, err)
 	}
-	remote := failoverSlice(ns, api.ImportedPrefix+clusterName(0)+"-"+fc.name, []string{fc.remoteIP}, 1, map[string]string{
+	remote := failoverSlice(ns, api.ImportedPrefix+benchfixture.ClusterName(0)+"-"+fc.name, []string{fc.remoteIP}, 1, map[string]string{
 		mcsv1b1.LabelServiceName:     fc.name,
-		mcsv1b1.LabelSourceCluster:   clusterName(0),
+		mcsv1b1.LabelSourceCluster:   benchfixture.ClusterName(0),
 		discoveryv1.LabelServiceName: api.DerivedPrefix + fc.name,
 		discoveryv1.LabelManagedBy:   api.ManagedBy,
 	})

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log"
-	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -20,20 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/pager"
-	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
-	"github.com/coredns-mcs/coredns-mcs/api"
-)
-
-// Addresses: the ServiceImport of service i has the clusterset IP
-// 10.32.0.0 + i; source cluster c's endpoints come from 10.64.0.0 + c·2^18.
-const (
-	clustersetIPBase       = 10<<24 | 32<<16
-	endpointIPBase         = 10<<24 | 64<<16
-	maxEndpointsPerCluster = 1 << 18
-	maxClusters            = 16
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
 // world is the benchmark's objects in one cluster: per service svc-<i> a
@@ -83,25 +71,12 @@ func newWorld(o options) (*world, error) {
 	return &world{opts: o, kube: kube, mcs: mc}, nil
 }
 
-func serviceName(i int) string { return "svc-" + strconv.Itoa(i) }
-
-// derivedName is the Service the imported slices belong to.
-func derivedName(i int) string { return api.DerivedPrefix + serviceName(i) }
-
-func clusterName(c int) string { return "remote-" + strconv.Itoa(c+1) }
-
-func sliceName(c, i int) string { return api.ImportedPrefix + clusterName(c) + "-" + serviceName(i) }
-
 // plainName is a Service without an import: its name is an ordinary one.
 func plainName(i int) string { return "plain-" + strconv.Itoa(i) }
 
 func (w *world) serviceIP(i int) string { return w.serviceIPs[i] }
 
 func (w *world) plainIP(i int) string { return w.plainIPs[i] }
-
-// importIP is the import's spec.ips: mcs's native answer, and every
-// clusterset answer.
-func (w *world) importIP(i int) string { return ipv4(clustersetIPBase + i) }
 
 // objectCounts says what ensure found and wrote, and how long writing took.
 type objectCounts struct {
@@ -222,24 +197,24 @@ func (w *world) list(ctx context.Context) (*present, error) {
 func (w *world) ensureService(ctx context.Context, have *present, i int) (int, error) {
 	created := 0
 	if i < w.opts.native {
-		ip, ok := have.serviceIPs[serviceName(i)]
+		ip, ok := have.serviceIPs[benchfixture.ServiceName(i)]
 		if !ok {
 			var err error
-			if ip, err = w.createService(ctx, serviceName(i)); err != nil {
+			if ip, err = w.createService(ctx, benchfixture.ServiceName(i)); err != nil {
 				return created, err
 			}
 			created++
 		}
 		w.serviceIPs[i] = ip
 	}
-	if !have.imports[serviceName(i)] {
+	if !have.imports[benchfixture.ServiceName(i)] {
 		if err := w.createImport(ctx, i); err != nil {
 			return created, err
 		}
 		created++
 	}
 	for c := range w.opts.clusters {
-		if have.slices[sliceName(c, i)] {
+		if have.slices[benchfixture.SliceName(c, i)] {
 			continue
 		}
 		if err := w.createSlice(ctx, c, i); err != nil {
@@ -267,18 +242,7 @@ func (w *world) createService(ctx context.Context, name string) (string, error) 
 }
 
 func (w *world) createImport(ctx context.Context, i int) error {
-	si := &mcsv1b1.ServiceImport{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        serviceName(i),
-			Namespace:   w.opts.namespace,
-			Annotations: map[string]string{api.AnnotationStrategy: string(api.RemoteAndLocal)},
-		},
-		Spec: mcsv1b1.ServiceImportSpec{
-			Type:  mcsv1b1.ClusterSetIP,
-			IPs:   []string{w.importIP(i)},
-			Ports: []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
-		},
-	}
+	si := benchfixture.Import(w.opts.namespace, i)
 	_, err := w.mcs.MulticlusterV1beta1().ServiceImports(w.opts.namespace).Create(ctx, si, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating serviceimport %s: %w", si.Name, err)
@@ -286,41 +250,14 @@ func (w *world) createImport(ctx context.Context, i int) error {
 	return nil
 }
 
-// createSlice writes the slice service i imports from source cluster c, as
-// the controller would: -endpoints ready endpoints with distinct addresses.
+// createSlice writes the slice service i imports from source cluster c.
 func (w *world) createSlice(ctx context.Context, c, i int) error {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      sliceName(c, i),
-			Namespace: w.opts.namespace,
-			Labels: map[string]string{
-				mcsv1b1.LabelServiceName:     serviceName(i),
-				mcsv1b1.LabelSourceCluster:   clusterName(c),
-				discoveryv1.LabelServiceName: derivedName(i),
-				discoveryv1.LabelManagedBy:   api.ManagedBy,
-			},
-			Annotations: map[string]string{api.AnnotationSourceGeneration: "1"},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
-	}
-	for j := range w.opts.endpoints {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{ipv4(endpointIPBase + c*maxEndpointsPerCluster + i*w.opts.endpoints + j)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		})
-	}
+	s := benchfixture.Slice(w.opts.namespace, c, i, w.opts.endpoints)
 	_, err := w.kube.DiscoveryV1().EndpointSlices(w.opts.namespace).Create(ctx, s, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating endpointslice %s: %w", s.Name, err)
 	}
 	return nil
-}
-
-func ipv4(n int) string {
-	ip := make(net.IP, net.IPv4len)
-	binary.BigEndian.PutUint32(ip, uint32(n)) // #nosec G115 -- bounded by validate
-	return ip.String()
 }
 
 func (w *world) listServices(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

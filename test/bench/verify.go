@@ -8,29 +8,35 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
-// side is one process of a contest and the address each of its answers
-// must hold, by name number.
+// side is one process of a contest, the names it is asked and what each
+// answer must be.
 type side struct {
-	name string
-	srv  *server
-	want func(i int) string // nil: any NOERROR (whoami answers every name alike)
+	name    string
+	srv     *server
+	queries querySet
+	expect  expectation
 }
 
-// querySet is the names a contest asks, one A query each.
+// querySet is the names a contest asks, one query of type qtype each.
 type querySet struct {
 	file  string // the query file, in -out
+	qtype uint16
 	name  func(o options, i int) string
 	count func(o options) int
 }
 
 var (
-	nativeNames = querySet{file: "native.queries", count: func(o options) int { return o.native },
-		name: func(o options, i int) string { return fqdn(serviceName(i), o.namespace, "cluster.local") }}
-	clustersetNames = querySet{file: "clusterset.queries", count: func(o options) int { return o.services },
-		name: func(o options, i int) string { return fqdn(serviceName(i), o.namespace, "clusterset.local") }}
-	plainNames = querySet{file: "plain.queries", count: func(o options) int { return o.plain },
+	nativeNames = querySet{file: "native.queries", qtype: dns.TypeA, count: func(o options) int { return o.native },
+		name: func(o options, i int) string { return fqdn(benchfixture.ServiceName(i), o.namespace, "cluster.local") }}
+	clustersetNames = querySet{file: "clusterset.queries", qtype: dns.TypeA, count: func(o options) int { return o.services },
+		name: func(o options, i int) string {
+			return fqdn(benchfixture.ServiceName(i), o.namespace, "clusterset.local")
+		}}
+	plainNames = querySet{file: "plain.queries", qtype: dns.TypeA, count: func(o options) int { return o.plain },
 		name: func(o options, i int) string { return fqdn(plainName(i), o.namespace, "cluster.local") }}
 )
 
@@ -38,11 +44,35 @@ func fqdn(service, namespace, zone string) string {
 	return fmt.Sprintf("%s.%s.svc.%s.", service, namespace, zone)
 }
 
+// expectation checks the answer to name number i of a query set.
+type expectation func(r *dns.Msg, i int) error
+
+// answersA: NOERROR with exactly one A record, holding want(i).
+func answersA(want func(i int) string) expectation {
+	return func(r *dns.Msg, i int) error {
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			return fmt.Errorf("%s with %d answers, want NOERROR with A %s", dns.RcodeToString[r.Rcode], len(r.Answer), want(i))
+		}
+		if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != want(i) {
+			return fmt.Errorf("answer %s, want A %s", r.Answer[0], want(i))
+		}
+		return nil
+	}
+}
+
+// answersNOERROR accepts any NOERROR: whoami answers every name alike.
+func answersNOERROR(r *dns.Msg, _ int) error {
+	if r.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("%s, want NOERROR", dns.RcodeToString[r.Rcode])
+	}
+	return nil
+}
+
 const verifyWorkers = 8
 
-// verify asks each side every name of c once and checks that each answer
-// is NOERROR with exactly the expected A record, so that neither side gains
-// throughput by answering errors, or by being answered by another plugin.
+// verify asks each side every name of its query set once and checks each
+// answer, so that neither side gains throughput by answering errors, or by
+// being answered by another plugin.
 func verify(ctx context.Context, o options, c *contest) error {
 	cl := &dns.Client{Timeout: 2 * time.Second}
 	for _, s := range c.sides {
@@ -52,13 +82,9 @@ func verify(ctx context.Context, o options, c *contest) error {
 			bad   int
 			first error
 		)
-		n := c.queries.count(o)
+		n := s.queries.count(o)
 		err := parallel(ctx, verifyWorkers, n, nil, func(i int) error {
-			want := ""
-			if s.want != nil {
-				want = s.want(i)
-			}
-			if err := check(cl, s.srv.addr(), c.queries.name(o, i), want); err != nil {
+			if err := ask(cl, s.srv.addr(), s.queries.name(o, i), s.queries.qtype, s.expect, i); err != nil {
 				mu.Lock()
 				bad++
 				if first == nil {
@@ -79,25 +105,16 @@ func verify(ctx context.Context, o options, c *contest) error {
 	return nil
 }
 
-// check asks name; want "" accepts any NOERROR.
-func check(c *dns.Client, addr, name, want string) error {
-	m := new(dns.Msg).SetQuestion(name, dns.TypeA)
+// ask sends addr a query of name, number i of its query set, and checks
+// the answer.
+func ask(c *dns.Client, addr, name string, qtype uint16, expect expectation, i int) error {
+	m := new(dns.Msg).SetQuestion(name, qtype)
 	r, _, err := c.Exchange(m, addr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if want == "" {
-		if r.Rcode != dns.RcodeSuccess {
-			return fmt.Errorf("%s: %s, want NOERROR", name, dns.RcodeToString[r.Rcode])
-		}
-		return nil
-	}
-	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-		return fmt.Errorf("%s: %s with %d answers, want NOERROR with A %s", name, dns.RcodeToString[r.Rcode], len(r.Answer), want)
-	}
-	a, ok := r.Answer[0].(*dns.A)
-	if !ok || a.A.String() != want {
-		return fmt.Errorf("%s: answer %s, want A %s", name, r.Answer[0], want)
+	if err := expect(r, i); err != nil {
+		return fmt.Errorf("%s %s: %w", name, dns.TypeToString[qtype], err)
 	}
 	return nil
 }

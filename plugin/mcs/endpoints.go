@@ -1,0 +1,195 @@
+package mcs
+
+import (
+	"iter"
+	"net"
+	"net/netip"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// A slice keeps its ready endpoints as compactly as answers allow, for a
+// cluster holds hundreds of thousands: their addresses back to back, 4
+// bytes each when all are IPv4 (an EndpointSlice holds one family), 16
+// otherwise, and their hostnames only when one is not the address dashed,
+// which hostname and named work out when asked. 300,000 IPv4 endpoints
+// take 1.2 MB so, where a net.IP and a name each took 32 MB.
+
+// endpoint is one ready endpoint as its slice lends it out.
+type endpoint struct {
+	ip   net.IP // 4 bytes for IPv4, so A records pack without conversion; the slice's memory
+	host string // its hostname; "" when that is its address dashed
+}
+
+// count is the number of ready endpoints.
+func (s *endpointSlice) count() int { return len(s.addrs) / s.width() }
+
+func (s *endpointSlice) width() int {
+	if s.wide {
+		return net.IPv6len
+	}
+	return net.IPv4len
+}
+
+// endpoint is the i-th ready endpoint.
+func (s *endpointSlice) endpoint(i int) endpoint {
+	w := s.width()
+	e := endpoint{ip: net.IP(s.addrs[i*w : (i+1)*w : (i+1)*w])}
+	if v4 := e.ip.To4(); v4 != nil {
+		e.ip = v4
+	}
+	if s.hosts != nil {
+		e.host = s.hosts[i]
+	}
+	return e
+}
+
+// all are the ready endpoints, in the slice's order.
+func (s *endpointSlice) all() iter.Seq[endpoint] {
+	return func(yield func(endpoint) bool) {
+		for i := range s.count() {
+			if !yield(s.endpoint(i)) {
+				return
+			}
+		}
+	}
+}
+
+// hasHost reports whether an endpoint of s has hostname host.
+func (s *endpointSlice) hasHost(host string) bool {
+	for e := range s.all() {
+		if e.named(host) {
+			return true
+		}
+	}
+	return false
+}
+
+// setEndpoints keeps the ready endpoints of eps whose addresses parse.
+func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
+	n, named := 0, false
+	for a, hostname := range readyAddrs(eps) {
+		n++
+		s.wide = s.wide || a.Is6()
+		named = named || keptName(a, hostname) != ""
+	}
+	if n == 0 {
+		return
+	}
+	s.addrs = make([]byte, 0, n*s.width())
+	if named {
+		s.hosts = make([]string, 0, n)
+	}
+	for a, hostname := range readyAddrs(eps) {
+		if s.wide {
+			b := a.As16()
+			s.addrs = append(s.addrs, b[:]...)
+		} else {
+			b := a.As4()
+			s.addrs = append(s.addrs, b[:]...)
+		}
+		if named {
+			s.hosts = append(s.hosts, keptName(a, hostname))
+		}
+	}
+}
+
+// readyAddrs are the addresses of the ready endpoints of eps that parse as
+// net.ParseIP parses them (no zone), IPv4-mapped ones as IPv4, each with
+// the address as spelt and its endpoint's hostname.
+func readyAddrs(eps []discoveryv1.Endpoint) iter.Seq2[spelt, string] {
+	return func(yield func(spelt, string) bool) {
+		for _, e := range eps {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready { // unset counts as ready
+				continue
+			}
+			for _, text := range e.Addresses {
+				a, err := netip.ParseAddr(text)
+				if err != nil || a.Zone() != "" {
+					continue
+				}
+				hostname := ""
+				if e.Hostname != nil {
+					hostname = *e.Hostname
+				}
+				if !yield(spelt{a.Unmap(), text}, hostname) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// spelt is an address and its text as the slice spells it.
+type spelt struct {
+	netip.Addr
+	text string
+}
+
+// keptName is what a slice keeps of an endpoint's name: its hostname, or
+// its address dashed as spelt when that is not how it would be worked out
+// (upper case, IPv4-mapped, zeros written out), as the kubernetes plugin
+// names it; else "".
+func keptName(a spelt, hostname string) string {
+	if hostname != "" {
+		return strings.ToLower(hostname)
+	}
+	var buf [64]byte
+	if !strings.EqualFold(string(a.AppendTo(buf[:0])), a.text) {
+		return dashed(a.text)
+	}
+	return ""
+}
+
+// hostname is the endpoint's name label: its hostname, else its address
+// dashed.
+func (e endpoint) hostname() string {
+	if e.host != "" {
+		return e.host
+	}
+	var buf [64]byte
+	return string(e.appendDashed(buf[:0]))
+}
+
+// named reports whether e's hostname is host, without building it.
+func (e endpoint) named(host string) bool {
+	if e.host != "" {
+		return e.host == host
+	}
+	var buf [64]byte
+	return string(e.appendDashed(buf[:0])) == host
+}
+
+func (e endpoint) appendDashed(b []byte) []byte {
+	a, _ := netip.AddrFromSlice(e.ip)
+	return dashedName(a.AppendTo(b))
+}
+
+// addrKey is ip in 16 bytes, IPv4 mapped: one key for either length.
+func addrKey(ip net.IP) [16]byte {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.As16()
+}
+
+// dashed is the hostname of an endpoint without one, as the kubernetes
+// plugin names it: 10.0.0.1 → 10-0-0-1, fd00::1 → fd00--1, fd00:: → fd00--0.
+func dashed(addr string) string {
+	return string(dashedName([]byte(addr)))
+}
+
+// dashedName dashes the address text b in place.
+func dashedName(b []byte) []byte {
+	for i, c := range b {
+		switch {
+		case c == '.' || c == ':':
+			b[i] = '-'
+		case 'A' <= c && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	if len(b) > 0 && b[len(b)-1] == '-' {
+		b = append(b, '0')
+	}
+	return b
+}
