@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -15,6 +14,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
 // crdPoll is how often the controller asks whether the hub serves
@@ -62,7 +62,7 @@ func (c *Controller) awaitCRD(ctx context.Context) {
 }
 
 func (c *Controller) startMCS(ctx context.Context) error {
-	f := mcsinformers.NewSharedInformerFactoryWithOptions(c.opts.HubMCS, 0, mcsinformers.WithTransform(trimManagedFields))
+	f := mcsinformers.NewSharedInformerFactoryWithOptions(c.opts.HubMCS, 0, mcsinformers.WithTransform(members.TrimHub))
 	inf := f.Mcs().V1alpha1().MultiClusterServices()
 	if _, err := inf.Informer().AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") })); err != nil {
 		return err
@@ -117,12 +117,4 @@ func (h *hubMCS) synced() bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.informer == nil || h.informer.HasSynced()
-}
-
-// trimManagedFields drops what no sync reads.
-func trimManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
 }

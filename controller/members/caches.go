@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +33,7 @@ const (
 // version the member serves.
 type caches struct {
 	services, slices, namespaces, exports, imports cache.SharedIndexInformer
+	factories                                      []factory
 
 	done <-chan struct{} // closed once stopped
 	stop context.CancelFunc
@@ -50,7 +50,38 @@ type caches struct {
 // they run until ctx ends or stop. Once they hold more than max objects
 // (0: no bound), full is called, once.
 func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, max int, full func(*caches)) (*caches, error) {
+	c, err := makeCaches(kube, mcs, exports, imports)
+	if err != nil {
+		return nil, err
+	}
+	c.max = int64(max)
+	if err := c.count(full); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
+	c.done, c.stop = ctx.Done(), cancel
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	go func() {
+		<-ctx.Done()
+		for _, f := range c.factories {
+			f.Shutdown()
+		}
+	}()
+	return c, nil
+}
+
+// factory is what caches needs of an informer factory, client-go's or
+// mcs-api's.
+type factory interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// makeCaches makes the informers, with the transform and the indexes the
+// controller reads them by, and starts nothing.
+func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion) (*caches, error) {
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	mf := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithTransform(trim))
 	c := &caches{
@@ -59,25 +90,11 @@ func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Int
 		namespaces: kf.Core().V1().Namespaces().Informer(),
 		exports:    exportInformer(mf, exports),
 		imports:    importInformer(mf, imports),
-		done:       ctx.Done(),
-		stop:       cancel,
-		max:        int64(max),
+		factories:  []factory{kf, mf},
 	}
 	if err := c.slices.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
-		cancel()
 		return nil, err
 	}
-	if err := c.count(full); err != nil {
-		cancel()
-		return nil, err
-	}
-	kf.Start(ctx.Done())
-	mf.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		kf.Shutdown()
-		mf.Shutdown()
-	}()
 	return c, nil
 }
 
@@ -150,15 +167,6 @@ func served(m *Member, resource string) (schema.GroupVersion, error) {
 		err = fmt.Errorf("%s.%s is not served in v1beta1 or v1alpha1: install the MCS API CRDs", resource, mcsv1b1.GroupName)
 	}
 	return gv, err
-}
-
-// trim drops what no sync reads and most memory goes to, and stores
-// v1alpha1 MCS API objects as v1beta1 ones.
-func trim(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return mcsapi.ToBeta(obj)
 }
 
 func sourceServiceIndex(obj any) ([]string, error) {
