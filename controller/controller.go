@@ -116,7 +116,7 @@ func New(opts Options) *Controller {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
 
-	c.hubFactory = informers.NewSharedInformerFactory(opts.HubKube, 0)
+	c.hubFactory = informers.NewSharedInformerFactoryWithOptions(opts.HubKube, 0, informers.WithTransform(members.TrimHub))
 	c.hubServices = c.hubFactory.Core().V1().Services().Informer()
 	_, _ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
 	return c

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,7 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -287,6 +291,9 @@ func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int
 		if err != nil {
 			return false, nil, nil
 		}
+		if a.GetSubresource() == "status" {
+			f.statusOnly(cluster, a.GetResource(), obj)
+		}
 		if a.GetVerb() == "create" {
 			m.SetUID(types.UID(fmt.Sprintf("uid-%d", rv.Add(1))))
 		}
@@ -301,6 +308,31 @@ func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int
 		m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
 		return false, nil, nil
 	})
+}
+
+// statusOnly makes a status update change nothing but the status, as
+// the status subresource of an API server does: obj becomes the stored
+// object with obj's status (and resourceVersion, which the update
+// checks).
+func (f *fixture) statusOnly(cluster string, gvr schema.GroupVersionResource, obj runtime.Object) {
+	m, _ := meta.Accessor(obj)
+	stored, err := f.tracker(cluster, gvr.Resource).Get(gvr, m.GetNamespace(), m.GetName())
+	if err != nil {
+		return // the update fails as it is
+	}
+	merged, err := runtime.DefaultUnstructuredConverter.ToUnstructured(stored)
+	sent, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err = errors.Join(err, err2); err == nil {
+		merged["status"] = sent["status"]
+		err = unstructured.SetNestedField(merged, m.GetResourceVersion(), "metadata", "resourceVersion")
+	}
+	if err == nil {
+		reflect.ValueOf(obj).Elem().SetZero()
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(merged, obj)
+	}
+	if err != nil {
+		f.t.Errorf("%s: status update of %s %s: %v", cluster, gvr.Resource, m.GetName(), err)
+	}
 }
 
 // allocate gives a Service the ClusterIPs a dual-stack API server would,

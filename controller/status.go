@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -33,9 +34,25 @@ const (
 )
 
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
-	upd := mcs.DeepCopy()
-	upd.Finalizers = append(upd.Finalizers, v1alpha1.Finalizer)
-	return c.updateMCS(ctx, upd, false)
+	return c.updateFinalizers(ctx, mcs, func(f []string) []string { return append(f, v1alpha1.Finalizer) })
+}
+
+// updateFinalizers changes the finalizers of the MultiClusterService as
+// it was read afresh: the cache holds no labels, annotations nor owners
+// (members.TrimHub), which an update of the cached object would delete.
+// One changed since the cache's conflicts, as the update of the cached
+// one would have.
+func (c *Controller) updateFinalizers(ctx context.Context, mcs *v1alpha1.MultiClusterService, change func([]string) []string) error {
+	client := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace)
+	fresh, err := client.Get(ctx, mcs.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get MultiClusterService %s: %w", key(mcs), err)
+	}
+	if fresh.ResourceVersion != mcs.ResourceVersion {
+		return apierrors.NewConflict(v1alpha1.Resource("multiclusterservices"), mcs.Name, fmt.Errorf("changed since resourceVersion %s", mcs.ResourceVersion))
+	}
+	fresh.Finalizers = change(fresh.Finalizers)
+	return c.updateMCS(ctx, fresh, false)
 }
 
 // report sets the MultiClusterService's conditions and events from what the
@@ -56,9 +73,9 @@ func (c *Controller) report(ctx context.Context, mcs *v1alpha1.MultiClusterServi
 	if len(out.pending) > 0 {
 		return nil // synced again once their writes end
 	}
-	upd := mcs.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
-	return c.updateMCS(ctx, upd, false)
+	return c.updateFinalizers(ctx, mcs, func(f []string) []string {
+		return slices.DeleteFunc(f, func(f string) bool { return f == v1alpha1.Finalizer })
+	})
 }
 
 // setConditions writes conditions that changed, and records an Event for
@@ -262,6 +279,7 @@ func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterSe
 	}
 	// A sync of the key before the informer has the write reads it from
 	// here, rather than write on a stale resourceVersion and conflict.
+	_, _ = members.TrimHub(got)
 	c.track.wrote(mcsKey(mcs.Namespace, mcs.Name), got)
 	return nil
 }

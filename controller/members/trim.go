@@ -1,29 +1,159 @@
 package members
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
-// What the informers keep of each object: their transforms.
+// What the informers keep of each object: their transforms. At fleet
+// scale the controller's memory is what its caches hold, so each keeps
+// exactly what a sync, an event handler or an index reads, and shares
+// what repeats (intern.go).
+//
+// The controller writes back some objects it read from the caches (an
+// update sends the cached object with its changes): of those it keeps
+// everything but managedFields, which an update that omits them leaves as
+// they are. The others lose what nobody reads:
+//
+//   - Services and EndpointSlices that are not the controller's (without
+//     its managed-by label) are never written: the providers' own, the
+//     users'. Services keep what describes them to an importer
+//     (desired/): type, clusterIP, ports, IP families, traffic; slices
+//     their labels of the service and of who manages them, address type,
+//     ports, and of each endpoint its addresses, conditions, hostname and
+//     zone.
+//   - ServiceExports are written through their status subresource, which
+//     takes nothing from the request but the status: their metadata keeps
+//     what identifies them, their creation (the oldest export wins) and
+//     generation.
+//   - Namespaces are only looked up by name.
+//   - The hub's MultiClusterServices lose their labels, annotations and
+//     owners: their status is written through the subresource, and the
+//     two updates of their finalizers read the object afresh
+//     (controller/status.go).
+//
+// Status that the controller never reads goes from every Service (an
+// update of a Service takes no status).
 
-// trim is the transform of a member's informers: it drops what no sync
-// reads and most memory goes to, and stores v1alpha1 MCS API objects as
-// v1beta1 ones.
+// trim is the transform of a member's informers. v1alpha1 MCS API objects
+// are stored as v1beta1 ones.
 func trim(obj any) (any, error) {
-	dropManagedFields(obj)
-	return mcsapi.ToBeta(obj)
+	obj, err := mcsapi.ToBeta(obj)
+	switch o := obj.(type) {
+	case *corev1.Service:
+		trimService(o)
+	case *discoveryv1.EndpointSlice:
+		trimSlice(o)
+	case *corev1.Namespace:
+		*o = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion}}
+	case *mcsv1b1.ServiceExport:
+		trimExport(o)
+	case *mcsv1b1.ServiceImport:
+		shareMeta(&o.ObjectMeta)
+		shareImport(o)
+	}
+	return obj, err
 }
 
-// TrimHub is the transform of the hub's informers.
+// Trim keeps of an object that a write into a member returned what the
+// member's cache keeps: the controller holds it in the cache's stead until
+// the informer delivers it (controller/tracker.go), as many as it wrote
+// in the last half minute.
+func Trim(obj metav1.Object) { _, _ = trim(obj) }
+
+// TrimHub is the transform of the hub's informers: its
+// MultiClusterServices and Services.
 func TrimHub(obj any) (any, error) {
-	dropManagedFields(obj)
+	switch o := obj.(type) {
+	case *v1alpha1.MultiClusterService:
+		keepIdentity(&o.ObjectMeta, true)
+		shareMCS(o)
+	case *corev1.Service:
+		trimHubService(o)
+	}
 	return obj, nil
 }
 
-func dropManagedFields(obj any) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
+func trimService(s *corev1.Service) {
+	s.Status = corev1.ServiceStatus{}
+	if s.Labels[api.LabelManagedBy] == api.ManagedBy {
+		shareMeta(&s.ObjectMeta)
+		shareSpec(&s.Spec)
+		return
 	}
+	keepIdentity(&s.ObjectMeta, false)
+	spec := s.Spec
+	s.Spec = corev1.ServiceSpec{
+		Type: spec.Type, ClusterIP: spec.ClusterIP, Ports: spec.Ports, IPFamilies: spec.IPFamilies,
+		SessionAffinity: spec.SessionAffinity, SessionAffinityConfig: spec.SessionAffinityConfig,
+		InternalTrafficPolicy: spec.InternalTrafficPolicy, TrafficDistribution: spec.TrafficDistribution,
+	}
+	for i := range s.Spec.Ports {
+		s.Spec.Ports[i].TargetPort, s.Spec.Ports[i].NodePort = intstrZero, 0
+	}
+	shareSpec(&s.Spec)
+}
+
+// trimHubService keeps what a member gets of the hub's Service
+// (desired.propagated).
+func trimHubService(s *corev1.Service) {
+	keepIdentity(&s.ObjectMeta, false)
+	spec := s.Spec
+	s.Spec = corev1.ServiceSpec{Selector: spec.Selector, Ports: spec.Ports, ClusterIP: spec.ClusterIP}
+	s.Status = corev1.ServiceStatus{}
+	shareSpec(&s.Spec)
+}
+
+func trimSlice(s *discoveryv1.EndpointSlice) {
+	if s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+		shareMeta(&s.ObjectMeta)
+		shareEndpoints(s, false)
+		return
+	}
+	labels := s.Labels
+	keepIdentity(&s.ObjectMeta, false)
+	s.Labels = share(pick(labels, discoveryv1.LabelManagedBy, discoveryv1.LabelServiceName))
+	shareEndpoints(s, true)
+}
+
+func trimExport(e *mcsv1b1.ServiceExport) {
+	keepIdentity(&e.ObjectMeta, false)
+	e.Spec.ExportedLabels, e.Spec.ExportedAnnotations = share(e.Spec.ExportedLabels), share(e.Spec.ExportedAnnotations)
+	shareConditions(e.Status.Conditions)
+}
+
+// keepIdentity keeps of an object's metadata its namespace, name,
+// resourceVersion (the tracker compares it, an update sends it),
+// creation, generation and deletion; and with uid, its UID and
+// finalizers.
+func keepIdentity(m *metav1.ObjectMeta, uid bool) {
+	keep := metav1.ObjectMeta{
+		Namespace: intern(m.Namespace), Name: m.Name, ResourceVersion: m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp, Generation: m.Generation,
+		DeletionTimestamp: m.DeletionTimestamp, DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+	}
+	if uid {
+		keep.UID, keep.Finalizers = m.UID, internAll(m.Finalizers)
+	}
+	*m = keep
+}
+
+// pick is the entries of m under keys.
+func pick(m map[string]string, keys ...string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
