@@ -19,6 +19,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -66,11 +67,12 @@ type Controller struct {
 	recorder record.EventRecorder
 	track    *tracker
 
-	hub         hubMCS
-	crdPoll     time.Duration
-	memberWait  time.Duration // memberWait, but for tests
-	hubServices cache.SharedIndexInformer
-	hubFactory  informers.SharedInformerFactory
+	hub        hubMCS
+	crdPoll    time.Duration
+	memberWait time.Duration // memberWait, but for tests
+	// hubServices are the hub's Services, by namespace synced.
+	hubServices  members.Scoped
+	hubFactories []informers.SharedInformerFactory
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -116,9 +118,14 @@ func New(opts Options) *Controller {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	c.recorder = broadcaster.NewRecorder(s, corev1.EventSource{Component: "mcs-controller"})
 
-	c.hubFactory = informers.NewSharedInformerFactoryWithOptions(opts.HubKube, 0, informers.WithTransform(members.TrimHub))
-	c.hubServices = c.hubFactory.Core().V1().Services().Informer()
-	_, _ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
+	c.hubServices = members.NewScoped(opts.Namespaces, func(ns string) cache.SharedIndexInformer {
+		f := informers.NewSharedInformerFactoryWithOptions(opts.HubKube, 0, informers.WithNamespace(ns), informers.WithTransform(members.TrimHub))
+		c.hubFactories = append(c.hubFactories, f)
+		return f.InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredServiceInformer(k, ns, r, members.NoIndex, nil)
+		})
+	})
+	_ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
 	return c
 }
 
@@ -157,7 +164,9 @@ func (c *Controller) Run(ctx context.Context) error {
 // start runs the hub informers until ctx ends, and waits until they and
 // the members have synced.
 func (c *Controller) start(ctx context.Context) error {
-	c.hubFactory.Start(ctx.Done())
+	for _, f := range c.hubFactories {
+		f.Start(ctx.Done())
+	}
 	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
@@ -170,7 +179,9 @@ func (c *Controller) start(ctx context.Context) error {
 
 // shutdown waits for the hub informers to end, once ctx has ended.
 func (c *Controller) shutdown() {
-	c.hubFactory.Shutdown()
+	for _, f := range c.hubFactories {
+		f.Shutdown()
+	}
 	c.hub.shutdown()
 }
 

@@ -167,7 +167,7 @@ func (f *fixture) start() {
 	}
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
-		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects,
+		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, Namespaces: f.opts.Namespaces,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	mcsinformers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions"
-	mcslisters "github.com/coredns-mcs/coredns-mcs/api/client/listers/api/v1alpha1"
+	mcsv1a1informers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -21,15 +22,15 @@ import (
 // MultiClusterServices yet, while it does not: one discovery request.
 const crdPoll = 10 * time.Second
 
-// hubMCS is the hub's MultiClusterService informer. A hub without the CRD
-// (an operator who uses only ServiceExports, or forgot deploy/crds) is a
-// hub without MultiClusterServices: the informer starts once the CRD is
+// hubMCS is the hub's MultiClusterService informers, one per namespace
+// the controller syncs (members.Scoped). A hub without the CRD (an
+// operator who uses only ServiceExports, or forgot deploy/crds) is a hub
+// without MultiClusterServices: the informers start once the CRD is
 // served, and the ServiceExport path works meanwhile.
 type hubMCS struct {
-	mu       sync.RWMutex
-	factory  mcsinformers.SharedInformerFactory
-	informer cache.SharedIndexInformer
-	lister   mcslisters.MultiClusterServiceLister
+	mu        sync.RWMutex
+	factories []mcsinformers.SharedInformerFactory
+	informers members.Scoped
 }
 
 // watchMCS starts the MultiClusterService informer and waits for its list
@@ -62,9 +63,15 @@ func (c *Controller) awaitCRD(ctx context.Context) {
 }
 
 func (c *Controller) startMCS(ctx context.Context) error {
-	f := mcsinformers.NewSharedInformerFactoryWithOptions(c.opts.HubMCS, 0, mcsinformers.WithTransform(members.TrimHub))
-	inf := f.Mcs().V1alpha1().MultiClusterServices()
-	if _, err := inf.Informer().AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") })); err != nil {
+	var factories []mcsinformers.SharedInformerFactory
+	infs := members.NewScoped(c.opts.Namespaces, func(ns string) cache.SharedIndexInformer {
+		f := mcsinformers.NewSharedInformerFactoryWithOptions(c.opts.HubMCS, 0, mcsinformers.WithNamespace(ns), mcsinformers.WithTransform(members.TrimHub))
+		factories = append(factories, f)
+		return f.InformerFor(&v1alpha1.MultiClusterService{}, func(client mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
+			return mcsv1a1informers.NewFilteredMultiClusterServiceInformer(client, ns, r, members.NoIndex, nil)
+		})
+	})
+	if err := infs.AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") })); err != nil {
 		return err
 	}
 	c.hub.mu.Lock()
@@ -72,21 +79,23 @@ func (c *Controller) startMCS(ctx context.Context) error {
 		c.hub.mu.Unlock()
 		return ctx.Err()
 	}
-	c.hub.factory, c.hub.informer, c.hub.lister = f, inf.Informer(), inf.Lister()
-	f.Start(ctx.Done())
+	c.hub.factories, c.hub.informers = factories, infs
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
 	c.hub.mu.Unlock()
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), inf.Informer().HasSynced) {
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), infs.HasSynced) {
 		return ctx.Err()
 	}
 	return nil
 }
 
-// shutdown waits for the informer to end, once its context has ended.
+// shutdown waits for the informers to end, once their context has ended.
 func (h *hubMCS) shutdown() {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.factory != nil {
-		h.factory.Shutdown()
+	for _, f := range h.factories {
+		f.Shutdown()
 	}
 }
 
@@ -94,10 +103,7 @@ func (h *hubMCS) shutdown() {
 func (h *hubMCS) get(namespace, name string) *v1alpha1.MultiClusterService {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.lister == nil {
-		return nil
-	}
-	m, _ := h.lister.MultiClusterServices(namespace).Get(name)
+	m, _ := h.informers.Get(namespace, name).(*v1alpha1.MultiClusterService)
 	return m
 }
 
@@ -105,16 +111,13 @@ func (h *hubMCS) get(namespace, name string) *v1alpha1.MultiClusterService {
 func (h *hubMCS) keys() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.informer == nil {
-		return nil
-	}
-	return h.informer.GetStore().ListKeys()
+	return h.informers.Keys()
 }
 
-// synced reports whether the informer has listed, or is not needed: a hub
-// without the CRD has no MultiClusterService to wait for.
+// synced reports whether the informers have listed, or are not needed: a
+// hub without the CRD has no MultiClusterService to wait for.
 func (h *hubMCS) synced() bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.informer == nil || h.informer.HasSynced()
+	return h.informers.HasSynced()
 }

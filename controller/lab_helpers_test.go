@@ -60,7 +60,7 @@ func start(t *testing.T, kubeconfig string, namespaces ...string) (stop func()) 
 	hub := l.Config(t, labtest.Hub)
 	reg, err := members.NewRegistry(members.Options{
 		Kubeconfig: kubeconfig, Hub: l.Client(t, labtest.Hub), Namespace: namespaces[0],
-		QPS: 200, Burst: 400, ProbeEvery: time.Second,
+		QPS: 200, Burst: 400, ProbeEvery: time.Second, Namespaces: namespaces,
 	})
 	if err != nil {
 		t.Fatal(err)

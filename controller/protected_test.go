@@ -141,3 +141,37 @@ func TestMemberHoldsTooMuch(t *testing.T) {
 		t.Errorf("EndpointSliceCollected %+v, want ClusterUnreachable saying member1 holds too much", c)
 	}
 }
+
+// A controller limited to namespaces (--watch-namespaces) holds the hub's
+// and the members' namespaced objects of those only: a member whose other
+// namespaces hold more than the bound stays within it, and what is
+// elsewhere is not seen.
+func TestWatchNamespacesHoldOnlyThose(t *testing.T) {
+	objs := []runtime.Object{ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)}
+	for i := range 10 {
+		s := service(fmt.Sprintf("s%d", i), false, t0)
+		s.Namespace = "other"
+		objs = append(objs, s)
+	}
+	hubMCS, hubService := multiClusterService("bar", api.RemoteAndLocal, nil, nil, true), service("bar", false, t0)
+	hubMCS.Namespace, hubService.Namespace = "other", "other"
+	f := newFixture(t, world{hub: {hubMCS, hubService}, m1: objs, m2: {ns1()}}, withMaxObjects(8), withOptions(Options{Namespaces: []string{ns}}))
+	if f.c.hub.get("other", "bar") != nil || f.c.hubServices.Get("other", "bar") != nil {
+		t.Error("the hub's MultiClusterService and Service in namespace other are cached")
+	}
+	m := f.member(m1)
+	if ok, err := m.Reachable(); !ok {
+		t.Fatalf("member1, whose namespace %s is within the bound, is unreachable: %v", ns, err)
+	}
+	if m.Service("other", "s0") != nil {
+		t.Error("member1's Service other/s0 is cached, in a namespace the controller does not sync")
+	}
+	expect(t, "foo", f.sync("demo/foo"), writes{
+		m1: append(firstImport("foo", "imported-member1-foo-1"), "update serviceexports/status demo/foo"),
+		m2: firstImport("foo", "imported-member1-foo-1"),
+		m3: append([]string{"create namespaces demo"}, firstImport("foo", "imported-member1-foo-1")...),
+	})
+	if keys := m.ManagedKeys(); !slices.Equal(keys, []string{"demo/foo"}) {
+		t.Errorf("member1's managed keys %v, want demo/foo", keys)
+	}
+}

@@ -107,9 +107,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	}
 	if mcs != nil && !in.Deleting {
 		in.MCS = mcs
-		if obj, ok, _ := c.hubServices.GetStore().GetByKey(namespace + "/" + name); ok {
-			in.HubService, _ = obj.(*corev1.Service)
-		}
+		in.HubService, _ = c.hubServices.Get(namespace, name).(*corev1.Service)
 	}
 	present := map[string]bool{}
 	for _, m := range c.opts.Members.List() {

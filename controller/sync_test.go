@@ -498,8 +498,8 @@ func TestHubServicePropagated(t *testing.T) {
 func awaitHubService(t *testing.T, f *fixture, port int32) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		obj, ok, _ := f.c.hubServices.GetStore().GetByKey("demo/foo")
-		return ok && obj.(*corev1.Service).Spec.Ports[0].Port == port, nil
+		s, ok := f.c.hubServices.Get("demo", "foo").(*corev1.Service)
+		return ok && s.Spec.Ports[0].Port == port, nil
 	})
 	if err != nil {
 		t.Fatal("the hub's Service change never reached the cache")

@@ -149,7 +149,7 @@ func run(f *flags) error {
 	reg, err := members.NewRegistry(members.Options{
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
-		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects,
+		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects, Namespaces: split(f.watchNamespaces),
 		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}),
 	})
 	if err != nil {

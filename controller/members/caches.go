@@ -3,17 +3,26 @@ package members
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	mcsv1a1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	mcsinformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions"
+	alphainformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions/apis/v1alpha1"
+	betainformers "sigs.k8s.io/mcs-api/pkg/client/informers/externalversions/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
@@ -28,12 +37,15 @@ const (
 	ByImportedService = "imported-service"
 )
 
-// caches are the informers of one member, started and stopped together.
+// caches are the informers of one member, started and stopped together:
+// its Namespaces, and its Services, EndpointSlices, ServiceExports and
+// ServiceImports in the namespaces the controller syncs (Scoped).
 // ServiceExports and ServiceImports are stored as v1beta1 types whatever
 // version the member serves.
 type caches struct {
-	services, slices, namespaces, exports, imports cache.SharedIndexInformer
-	factories                                      []factory
+	services, slices, exports, imports Scoped
+	namespaces                         cache.SharedIndexInformer
+	factories                          []factory
 
 	done <-chan struct{} // closed once stopped
 	stop context.CancelFunc
@@ -45,17 +57,16 @@ type caches struct {
 	full sync.Once
 }
 
-// newCaches starts informers on a member's Services, EndpointSlices,
-// Namespaces, and ServiceExports and ServiceImports of the given versions;
-// they run until ctx ends or stop. Once they hold more than max objects
-// (0: no bound), full is called, once.
-func newCaches(ctx context.Context, kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, max int, full func(*caches)) (*caches, error) {
-	c, err := makeCaches(kube, mcs, exports, imports)
+// newCaches starts the member's informers, in the MCS API versions it
+// serves. They run until ctx ends or stop. Once they hold more than the
+// member's maxObjects (0: no bound), it overflows, once.
+func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
+	c, err := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces)
 	if err != nil {
 		return nil, err
 	}
-	c.max = int64(max)
-	if err := c.count(full); err != nil {
+	c.max = int64(m.maxObjects)
+	if err := c.count(m.overflow); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -79,46 +90,80 @@ type factory interface {
 	Shutdown()
 }
 
-// makeCaches makes the informers, with the transform and the indexes the
-// controller reads them by, and starts nothing.
-func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion) (*caches, error) {
-	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
-	mf := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithTransform(trim))
+// makeCaches makes the informers of the namespaces given (none: every
+// namespace), with the transform and the indexes the controller reads
+// them by, and starts nothing.
+func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string) (*caches, error) {
+	nf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	c := &caches{
-		services:   kf.Core().V1().Services().Informer(),
-		slices:     kf.Discovery().V1().EndpointSlices().Informer(),
-		namespaces: kf.Core().V1().Namespaces().Informer(),
-		exports:    exportInformer(mf, exports),
-		imports:    importInformer(mf, imports),
-		factories:  []factory{kf, mf},
+		namespaces: nf.InformerFor(&corev1.Namespace{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewNamespaceInformer(k, r, NoIndex)
+		}),
+		factories: []factory{nf},
 	}
-	if err := c.slices.AddIndexers(cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}); err != nil {
-		return nil, err
+	kube1 := func(ns string) informers.SharedInformerFactory {
+		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
+		c.factories = append(c.factories, f)
+		return f
 	}
+	mcs1 := func(ns string) mcsinformers.SharedInformerFactory {
+		f := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithNamespace(ns), mcsinformers.WithTransform(trim))
+		c.factories = append(c.factories, f)
+		return f
+	}
+	c.services = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
+		return kube1(ns).InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredServiceInformer(k, ns, r, NoIndex, nil)
+		})
+	})
+	c.slices = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
+		return kube1(ns).InformerFor(&discoveryv1.EndpointSlice{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}, nil)
+		})
+	})
+	c.exports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return exportInformer(mcs1(ns), exports, ns) })
+	c.imports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return importInformer(mcs1(ns), imports, ns) })
 	return c, nil
 }
 
-// Only the informer of the version served is made: the factory starts
-// every informer it made.
-func exportInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion) cache.SharedIndexInformer {
+// exportInformer makes the informer of the version served only: a factory
+// starts every informer it made.
+func exportInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion, ns string) cache.SharedIndexInformer {
 	if mcsapi.IsAlpha(gv) {
-		return f.Multicluster().V1alpha1().ServiceExports().Informer()
+		return f.InformerFor(&mcsv1a1.ServiceExport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
+			return alphainformers.NewFilteredServiceExportInformer(c, ns, r, NoIndex, nil)
+		})
 	}
-	return f.Multicluster().V1beta1().ServiceExports().Informer()
+	return f.InformerFor(&mcsv1b1.ServiceExport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
+		return betainformers.NewFilteredServiceExportInformer(c, ns, r, NoIndex, nil)
+	})
 }
 
-func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion) cache.SharedIndexInformer {
+func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion, ns string) cache.SharedIndexInformer {
 	if mcsapi.IsAlpha(gv) {
-		return f.Multicluster().V1alpha1().ServiceImports().Informer()
+		return f.InformerFor(&mcsv1a1.ServiceImport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
+			return alphainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, nil)
+		})
 	}
-	return f.Multicluster().V1beta1().ServiceImports().Informer()
+	return f.InformerFor(&mcsv1b1.ServiceImport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
+		return betainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, nil)
+	})
+}
+
+// all is every informer.
+func (c *caches) all() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{c.namespaces}
+	for _, s := range []Scoped{c.services, c.slices, c.exports, c.imports} {
+		out = slices.AppendSeq(out, maps.Values(s))
+	}
+	return out
 }
 
 // handle sends the informers' events to h. Objects already cached arrive
 // as additions.
 func (c *caches) handle(cluster string, h Handlers) error {
-	for inf, fn := range map[cache.SharedIndexInformer]func(string, any){c.services: h.Services, c.slices: h.Slices, c.exports: h.Exports, c.imports: h.Imports} {
-		if _, err := inf.AddEventHandler(handler.Each(func(obj any) { fn(cluster, obj) })); err != nil {
+	for s, fn := range map[*Scoped]func(string, any){&c.services: h.Services, &c.slices: h.Slices, &c.exports: h.Exports, &c.imports: h.Imports} {
+		if err := s.AddEventHandler(handler.Each(func(obj any) { fn(cluster, obj) })); err != nil {
 			return err
 		}
 	}
@@ -137,7 +182,7 @@ func (c *caches) count(full func(*caches)) error {
 		},
 		DeleteFunc: func(any) { c.held.Add(-1) },
 	}
-	for _, inf := range []cache.SharedIndexInformer{c.services, c.slices, c.namespaces, c.exports, c.imports} {
+	for _, inf := range c.all() {
 		if _, err := inf.AddEventHandler(counter); err != nil {
 			return err
 		}
@@ -146,7 +191,11 @@ func (c *caches) count(full func(*caches)) error {
 }
 
 func (c *caches) synced() []cache.InformerSynced {
-	return []cache.InformerSynced{c.services.HasSynced, c.slices.HasSynced, c.namespaces.HasSynced, c.exports.HasSynced, c.imports.HasSynced}
+	var out []cache.InformerSynced
+	for _, inf := range c.all() {
+		out = append(out, inf.HasSynced)
+	}
+	return out
 }
 
 // hasSynced reports whether every informer has delivered its first list.

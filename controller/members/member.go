@@ -5,8 +5,10 @@
 // One file per job: registry.go registers members, secrets.go decides which
 // Secret registers a name, config.go makes their clients (untrusted.go
 // checks a Secret's kubeconfig), probe.go is the reachability
-// state machine, caches.go the informers, read.go what the sync reads of
-// them, mcs.go the typed MCS API writes, metrics.go the counters.
+// state machine, caches.go the informers (scoped.go: one per namespace
+// synced), trim.go and intern.go what they keep of each object, read.go
+// what the sync reads of them, mcs.go the typed MCS API writes,
+// metrics.go the counters.
 package members
 
 import (
@@ -47,6 +49,9 @@ type Member struct {
 	// no bound). Both are set before it starts, never changed.
 	bounds     []bound
 	maxObjects int
+	// namespaces are those the controller syncs, of which its informers
+	// hold the namespaced objects; none: every namespace.
+	namespaces []string
 
 	cancel context.CancelFunc
 	done   chan struct{}

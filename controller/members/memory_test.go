@@ -22,9 +22,7 @@ import (
 	mcsapifake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
 	mcsapischeme "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/scheme"
 
-	mcsfake "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned/fake"
 	mcsscheme "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned/scheme"
-	hubinformers "github.com/coredns-mcs/coredns-mcs/api/client/informers/externalversions"
 )
 
 // What the controller holds of a fleet, per cached object: the scale
@@ -59,21 +57,20 @@ var fleetObjects = []fleetObject{
 // fleet is the stores of the hub and the three members.
 type fleet struct {
 	members map[string]*caches
-	hub     cache.SharedIndexInformer
+	hub     cache.Indexer
 }
 
 func newFleet(t testing.TB) *fleet {
 	f := &fleet{members: map[string]*caches{}}
 	for _, name := range []string{"member1", "member2", "member3"} {
-		c, err := makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion)
+		c, err := makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.members[name] = c
 	}
-	// As hub.go makes it.
-	f.hub = hubinformers.NewSharedInformerFactoryWithOptions(mcsfake.NewSimpleClientset(), 0, hubinformers.WithTransform(TrimHub)).
-		Mcs().V1alpha1().MultiClusterServices().Informer()
+	// The store of hub.go's informers: without indexes.
+	f.hub = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, NoIndex)
 	return f
 }
 
@@ -85,25 +82,25 @@ func (f *fleet) add(cluster string, obj any) error {
 		if err != nil {
 			return err
 		}
-		return f.hub.GetIndexer().Add(obj)
+		return f.hub.Add(obj)
 	}
 	obj, err := trim(obj)
 	if err != nil {
 		return err
 	}
 	c := f.members[cluster]
-	var inf cache.SharedIndexInformer
+	var s Scoped
 	switch obj.(type) {
 	case *corev1.Service:
-		inf = c.services
+		s = c.services
 	case *discoveryv1.EndpointSlice:
-		inf = c.slices
+		s = c.slices
 	case *mcsv1b1.ServiceImport:
-		inf = c.imports
+		s = c.imports
 	default:
 		return fmt.Errorf("no store for %T", obj)
 	}
-	return inf.GetIndexer().Add(obj)
+	return s.Of("").GetIndexer().Add(obj)
 }
 
 // wire renders the copy of a testdata/fleet object for service svc-<i>,

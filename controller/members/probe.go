@@ -144,7 +144,7 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	if err != nil {
 		return err
 	}
-	c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports, m.maxObjects, m.overflow)
+	c, err := newCaches(ctx, m, exports, imports)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (m *Member) relist(ctx context.Context, h Handlers) error {
 	fresh, exports, imports := m.fresh, m.exports, m.imports
 	m.mu.Unlock()
 	if fresh == nil {
-		c, err := newCaches(ctx, m.Kube, m.MCS, exports, imports, m.maxObjects, m.overflow)
+		c, err := newCaches(ctx, m, exports, imports)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/client-go/tools/cache"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -17,44 +16,42 @@ import (
 
 // Service is the member's Service namespace/name, or nil.
 func (m *Member) Service(namespace, name string) *corev1.Service {
-	return get[corev1.Service](m, func(c *caches) cache.SharedIndexInformer { return c.services }, namespace, name)
+	return get[corev1.Service](m, func(c *caches) Scoped { return c.services }, namespace, name)
 }
 
 // Export is the member's ServiceExport namespace/name, or nil.
 func (m *Member) Export(namespace, name string) *mcsv1b1.ServiceExport {
-	return get[mcsv1b1.ServiceExport](m, func(c *caches) cache.SharedIndexInformer { return c.exports }, namespace, name)
+	return get[mcsv1b1.ServiceExport](m, func(c *caches) Scoped { return c.exports }, namespace, name)
 }
 
 // Import is the member's ServiceImport namespace/name, or nil.
 func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
-	return get[mcsv1b1.ServiceImport](m, func(c *caches) cache.SharedIndexInformer { return c.imports }, namespace, name)
+	return get[mcsv1b1.ServiceImport](m, func(c *caches) Scoped { return c.imports }, namespace, name)
 }
 
 // Slice is the member's EndpointSlice namespace/name, or nil.
 func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
-	return get[discoveryv1.EndpointSlice](m, func(c *caches) cache.SharedIndexInformer { return c.slices }, namespace, name)
+	return get[discoveryv1.EndpointSlice](m, func(c *caches) Scoped { return c.slices }, namespace, name)
 }
 
 // HasNamespace reports whether the member has the namespace.
 func (m *Member) HasNamespace(name string) bool {
-	return get[corev1.Namespace](m, func(c *caches) cache.SharedIndexInformer { return c.namespaces }, "", name) != nil
+	c := m.current()
+	if c == nil {
+		return false
+	}
+	_, ok, err := c.namespaces.GetStore().GetByKey(name)
+	return ok && err == nil
 }
 
-// get is the object namespace/name of the informer inf picks, or nil.
-func get[T any](m *Member, inf func(*caches) cache.SharedIndexInformer, namespace, name string) *T {
+// get is the object namespace/name of the informers pick picks, or nil;
+// nil too in a namespace the controller does not sync.
+func get[T any](m *Member, pick func(*caches) Scoped, namespace, name string) *T {
 	c := m.current()
 	if c == nil {
 		return nil
 	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, ok, err := inf(c).GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	t, _ := obj.(*T)
+	t, _ := pick(c).Get(namespace, name).(*T)
 	return t
 }
 
@@ -62,10 +59,10 @@ func get[T any](m *Member, inf func(*caches) cache.SharedIndexInformer, namespac
 // (BySourceService or ByImportedService), sorted by name.
 func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.EndpointSlice {
 	c := m.current()
-	if c == nil {
+	if c == nil || c.slices.Of(namespace) == nil {
 		return nil
 	}
-	objs, err := c.slices.GetIndexer().ByIndex(index, namespace+"/"+name)
+	objs, err := c.slices.Of(namespace).GetIndexer().ByIndex(index, namespace+"/"+name)
 	if err != nil {
 		return nil
 	}
@@ -81,20 +78,21 @@ func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.Endpoint
 
 // ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
 func (m *Member) ImportKeys() []string {
-	c := m.current()
-	if c == nil {
-		return nil
-	}
-	return c.imports.GetStore().ListKeys()
+	return keys(m, func(c *caches) Scoped { return c.imports })
 }
 
 // ExportKeys lists the keys (namespace/name) of every ServiceExport the member has.
 func (m *Member) ExportKeys() []string {
+	return keys(m, func(c *caches) Scoped { return c.exports })
+}
+
+// keys lists the keys of the objects of the informers pick picks.
+func keys(m *Member, pick func(*caches) Scoped) []string {
 	c := m.current()
 	if c == nil {
 		return nil
 	}
-	return c.exports.GetStore().ListKeys()
+	return pick(c).Keys()
 }
 
 // Holds reports whether the member's caches hold an object the controller
@@ -128,13 +126,16 @@ func (m *Member) ManagedKeys() []string {
 	if c == nil {
 		return nil
 	}
-	keys := c.slices.GetIndexer().ListIndexFuncValues(ByImportedService)
-	for _, obj := range c.services.GetStore().List() {
+	var keys []string
+	for _, inf := range c.slices {
+		keys = append(keys, inf.GetIndexer().ListIndexFuncValues(ByImportedService)...)
+	}
+	for _, obj := range c.services.List() {
 		if s, ok := obj.(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
 			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
 		}
 	}
-	for _, obj := range c.imports.GetStore().List() {
+	for _, obj := range c.imports.List() {
 		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && ourImport(i) {
 			keys = append(keys, i.Namespace+"/"+i.Name)
 		}

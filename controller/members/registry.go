@@ -40,6 +40,10 @@ type Options struct {
 	// MaxObjects bounds the objects the informers of each member may hold
 	// (0: no bound): past it, the member counts as unreachable.
 	MaxObjects int
+	// Namespaces limit the namespaced objects the members' informers hold
+	// to those of the namespaces the controller syncs; none: every
+	// namespace.
+	Namespaces []string
 	// ExportNamespaces bounds, by member name, the namespaces each member
 	// may export from (--export-namespaces); a member absent here is
 	// bounded by its Secret's annotation only, if any.
@@ -94,10 +98,10 @@ func NewRegistry(opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// bounded adds the operator's bounds of m: what it may export, and how
-// many objects it may make the controller hold.
+// bounded adds the operator's bounds of m: what it may export, how many
+// objects it may make the controller hold, and of which namespaces.
 func (r *Registry) bounded(m *Member) *Member {
-	m.maxObjects = r.opts.MaxObjects
+	m.maxObjects, m.namespaces = r.opts.MaxObjects, r.opts.Namespaces
 	if namespaces, ok := r.opts.ExportNamespaces[m.Name]; ok {
 		m.bounds = append(m.bounds, bound{namespaces, "--export-namespaces"})
 	}
