@@ -107,7 +107,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	}
 	if mcs != nil && !in.Deleting {
 		in.MCS = mcs
-		in.HubService, _ = c.hubServices.Get(namespace, name).(*corev1.Service)
+		in.HubService, _ = members.Unpacked(c.hubServices.Get(namespace, name)).(*corev1.Service)
 	}
 	present := map[string]bool{}
 	for _, m := range c.opts.Members.List() {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -498,7 +499,7 @@ func TestHubServicePropagated(t *testing.T) {
 func awaitHubService(t *testing.T, f *fixture, port int32) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		s, ok := f.c.hubServices.Get("demo", "foo").(*corev1.Service)
+		s, ok := members.Unpacked(f.c.hubServices.Get("demo", "foo")).(*corev1.Service)
 		return ok && s.Spec.Ports[0].Port == port, nil
 	})
 	if err != nil {

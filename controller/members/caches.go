@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -218,24 +219,26 @@ func served(m *Member, resource string) (schema.GroupVersion, error) {
 	return gv, err
 }
 
+// The indexes read a slice's labels, which a packed one decodes.
+
 func sourceServiceIndex(obj any) ([]string, error) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+	s, ok := obj.(metav1.Object)
+	if !ok {
 		return nil, nil
 	}
-	if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-		return []string{s.Namespace + "/" + svc}, nil
+	if l := s.GetLabels(); l[discoveryv1.LabelManagedBy] != api.ManagedBy && l[discoveryv1.LabelServiceName] != "" {
+		return []string{s.GetNamespace() + "/" + l[discoveryv1.LabelServiceName]}, nil
 	}
 	return nil, nil
 }
 
 func importedServiceIndex(obj any) ([]string, error) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != api.ManagedBy {
+	s, ok := obj.(metav1.Object)
+	if !ok {
 		return nil, nil
 	}
-	if svc := s.Labels[mcsv1b1.LabelServiceName]; svc != "" {
-		return []string{s.Namespace + "/" + svc}, nil
+	if l := s.GetLabels(); l[discoveryv1.LabelManagedBy] == api.ManagedBy && l[mcsv1b1.LabelServiceName] != "" {
+		return []string{s.GetNamespace() + "/" + l[mcsv1b1.LabelServiceName]}, nil
 	}
 	return nil, nil
 }

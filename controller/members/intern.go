@@ -10,9 +10,7 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -135,29 +133,6 @@ func shareMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-func shareSpec(s *corev1.ServiceSpec) {
-	s.Selector = share(s.Selector)
-	s.Type, s.ClusterIP = corev1.ServiceType(intern(string(s.Type))), intern(s.ClusterIP)
-	s.SessionAffinity = corev1.ServiceAffinity(intern(string(s.SessionAffinity)))
-	s.InternalTrafficPolicy, s.IPFamilyPolicy = internPtr(s.InternalTrafficPolicy), internPtr(s.IPFamilyPolicy)
-	s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicy(intern(string(s.ExternalTrafficPolicy)))
-	s.TrafficDistribution = internPtr(s.TrafficDistribution)
-	s.IPFamilies = shareSlice(s.IPFamilies, func(f corev1.IPFamily) string { return string(f) }, func(f *corev1.IPFamily) { *f = corev1.IPFamily(intern(string(*f))) })
-	if s.ClusterIP == corev1.ClusterIPNone {
-		s.ClusterIPs = shareSlice(s.ClusterIPs, func(ip string) string { return ip }, func(ip *string) { *ip = intern(*ip) })
-	}
-	s.Ports = shareSlice(s.Ports, servicePortKey, func(p *corev1.ServicePort) {
-		p.Name, p.Protocol = intern(p.Name), corev1.Protocol(intern(string(p.Protocol)))
-		p.AppProtocol, p.TargetPort.StrVal = internPtr(p.AppProtocol), intern(p.TargetPort.StrVal)
-	})
-}
-
-var intstrZero intstr.IntOrString
-
-func servicePortKey(p corev1.ServicePort) string {
-	return strings.Join([]string{p.Name, string(p.Protocol), deref(p.AppProtocol), strconv.Itoa(int(p.Port)), p.TargetPort.String(), strconv.Itoa(int(p.NodePort))}, "\x00")
-}
-
 // shareSlice is the shared copy of s, each of whose elements key spells
 // out and internIn interns.
 func shareSlice[E any](s []E, key func(E) string, internIn func(*E)) []E {
@@ -182,47 +157,6 @@ func deref[T ~string](p *T) string {
 		return "\x02" // not the empty string
 	}
 	return string(*p)
-}
-
-// Canonical endpoint conditions.
-var yes, no = true, false
-
-func shareBool(p *bool) *bool {
-	switch {
-	case p == nil:
-		return nil
-	case *p:
-		return &yes
-	}
-	return &no
-}
-
-// shareEndpoints shares what a slice has in common with others; of a
-// source slice (another's), its endpoints keep only what an imported copy
-// has (desired.Imported).
-func shareEndpoints(s *discoveryv1.EndpointSlice, source bool) {
-	s.AddressType = discoveryv1.AddressType(intern(string(s.AddressType)))
-	s.Ports = shareSlice(s.Ports, func(p discoveryv1.EndpointPort) string {
-		return strings.Join([]string{deref(p.Name), deref(p.Protocol), deref(p.AppProtocol), portString(p.Port)}, "\x00")
-	}, func(p *discoveryv1.EndpointPort) {
-		p.Name, p.Protocol, p.AppProtocol = internPtr(p.Name), internPtr(p.Protocol), internPtr(p.AppProtocol)
-	})
-	for i := range s.Endpoints {
-		e := &s.Endpoints[i]
-		c := &e.Conditions
-		c.Ready, c.Serving, c.Terminating = shareBool(c.Ready), shareBool(c.Serving), shareBool(c.Terminating)
-		e.Zone, e.NodeName = internPtr(e.Zone), internPtr(e.NodeName)
-		if source {
-			*e = discoveryv1.Endpoint{Addresses: e.Addresses, Conditions: e.Conditions, Hostname: e.Hostname, Zone: e.Zone}
-		}
-	}
-}
-
-func portString(p *int32) string {
-	if p == nil {
-		return "\x02"
-	}
-	return strconv.Itoa(int(*p))
 }
 
 func shareImport(imp *mcsv1b1.ServiceImport) {

@@ -84,10 +84,6 @@ func (f *fleet) add(cluster string, obj any) error {
 		}
 		return f.hub.Add(obj)
 	}
-	obj, err := trim(obj)
-	if err != nil {
-		return err
-	}
 	c := f.members[cluster]
 	var s Scoped
 	switch obj.(type) {
@@ -99,6 +95,10 @@ func (f *fleet) add(cluster string, obj any) error {
 		s = c.imports
 	default:
 		return fmt.Errorf("no store for %T", obj)
+	}
+	obj, err := trim(obj)
+	if err != nil {
+		return err
 	}
 	return s.Of("").GetIndexer().Add(obj)
 }

@@ -51,7 +51,7 @@ func get[T any](m *Member, pick func(*caches) Scoped, namespace, name string) *T
 	if c == nil {
 		return nil
 	}
-	t, _ := pick(c).Get(namespace, name).(*T)
+	t, _ := Unpacked(pick(c).Get(namespace, name)).(*T)
 	return t
 }
 
@@ -68,7 +68,7 @@ func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.Endpoint
 	}
 	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
-		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+		if s, ok := Unpacked(o).(*discoveryv1.EndpointSlice); ok {
 			out = append(out, s)
 		}
 	}
@@ -131,7 +131,7 @@ func (m *Member) ManagedKeys() []string {
 		keys = append(keys, inf.GetIndexer().ListIndexFuncValues(ByImportedService)...)
 	}
 	for _, obj := range c.services.List() {
-		if s, ok := obj.(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
+		if s, ok := Unpacked(obj).(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
 			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -13,8 +14,9 @@ import (
 
 // What the informers keep of each object: their transforms. At fleet
 // scale the controller's memory is what its caches hold, so each keeps
-// exactly what a sync, an event handler or an index reads, and shares
-// what repeats (intern.go).
+// exactly what a sync, an event handler or an index reads, packs the
+// Services and EndpointSlices (packed.go), and shares what the others
+// repeat (intern.go).
 //
 // The controller writes back some objects it read from the caches (an
 // update sends the cached object with its changes): of those it keeps
@@ -41,15 +43,39 @@ import (
 // Status that the controller never reads goes from every Service (an
 // update of a Service takes no status).
 
-// trim is the transform of a member's informers. v1alpha1 MCS API objects
-// are stored as v1beta1 ones.
+// trim is the transform of a member's informers: it cuts what no reader
+// needs, and packs Services and EndpointSlices (packed.go). v1alpha1 MCS
+// API objects are stored as v1beta1 ones.
 func trim(obj any) (any, error) {
 	obj, err := mcsapi.ToBeta(obj)
+	if err != nil {
+		return nil, err
+	}
+	cut(obj)
 	switch o := obj.(type) {
 	case *corev1.Service:
-		trimService(o)
+		return pack(o)
 	case *discoveryv1.EndpointSlice:
-		trimSlice(o)
+		return pack(o)
+	}
+	return obj, nil
+}
+
+// Trim cuts from an object that a write into a member returned what the
+// member's cache does not keep: the controller holds it in the cache's
+// stead until the informer delivers it (controller/tracker.go), every
+// object it wrote in the last half minute. It stays unpacked: the
+// controller reads it as often as it is held.
+func Trim(obj metav1.Object) { cut(obj) }
+
+// cut drops from a member's object what no reader needs, and shares what
+// those it keeps as they are have in common with others.
+func cut(obj any) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		cutService(o)
+	case *discoveryv1.EndpointSlice:
+		cutSlice(o)
 	case *corev1.Namespace:
 		*o = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion}}
 	case *mcsv1b1.ServiceExport:
@@ -58,33 +84,26 @@ func trim(obj any) (any, error) {
 		shareMeta(&o.ObjectMeta)
 		shareImport(o)
 	}
-	return obj, err
 }
 
-// Trim keeps of an object that a write into a member returned what the
-// member's cache keeps: the controller holds it in the cache's stead until
-// the informer delivers it (controller/tracker.go), as many as it wrote
-// in the last half minute.
-func Trim(obj metav1.Object) { _, _ = trim(obj) }
-
 // TrimHub is the transform of the hub's informers: its
-// MultiClusterServices and Services.
+// MultiClusterServices, and its Services, packed.
 func TrimHub(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1alpha1.MultiClusterService:
 		keepIdentity(&o.ObjectMeta, true)
 		shareMCS(o)
 	case *corev1.Service:
-		trimHubService(o)
+		cutHubService(o)
+		return pack(o)
 	}
 	return obj, nil
 }
 
-func trimService(s *corev1.Service) {
+func cutService(s *corev1.Service) {
 	s.Status = corev1.ServiceStatus{}
 	if s.Labels[api.LabelManagedBy] == api.ManagedBy {
-		shareMeta(&s.ObjectMeta)
-		shareSpec(&s.Spec)
+		s.ManagedFields = nil
 		return
 	}
 	keepIdentity(&s.ObjectMeta, false)
@@ -95,31 +114,30 @@ func trimService(s *corev1.Service) {
 		InternalTrafficPolicy: spec.InternalTrafficPolicy, TrafficDistribution: spec.TrafficDistribution,
 	}
 	for i := range s.Spec.Ports {
-		s.Spec.Ports[i].TargetPort, s.Spec.Ports[i].NodePort = intstrZero, 0
+		s.Spec.Ports[i].TargetPort, s.Spec.Ports[i].NodePort = intstr.IntOrString{}, 0
 	}
-	shareSpec(&s.Spec)
 }
 
-// trimHubService keeps what a member gets of the hub's Service
+// cutHubService keeps what a member gets of the hub's Service
 // (desired.propagated).
-func trimHubService(s *corev1.Service) {
+func cutHubService(s *corev1.Service) {
 	keepIdentity(&s.ObjectMeta, false)
-	spec := s.Spec
-	s.Spec = corev1.ServiceSpec{Selector: spec.Selector, Ports: spec.Ports, ClusterIP: spec.ClusterIP}
+	s.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP}
 	s.Status = corev1.ServiceStatus{}
-	shareSpec(&s.Spec)
 }
 
-func trimSlice(s *discoveryv1.EndpointSlice) {
+func cutSlice(s *discoveryv1.EndpointSlice) {
 	if s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
-		shareMeta(&s.ObjectMeta)
-		shareEndpoints(s, false)
+		s.ManagedFields = nil
 		return
 	}
 	labels := s.Labels
 	keepIdentity(&s.ObjectMeta, false)
-	s.Labels = share(pick(labels, discoveryv1.LabelManagedBy, discoveryv1.LabelServiceName))
-	shareEndpoints(s, true)
+	s.Labels = pick(labels, discoveryv1.LabelManagedBy, discoveryv1.LabelServiceName)
+	// What an imported copy has of each endpoint (desired.Imported).
+	for i, e := range s.Endpoints {
+		s.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Conditions: e.Conditions, Hostname: e.Hostname, Zone: e.Zone}
+	}
 }
 
 func trimExport(e *mcsv1b1.ServiceExport) {

@@ -1,0 +1,112 @@
+package members
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// The controller's own objects are written back from the cache: packed and
+// unpacked, they are what the API server returned, managedFields and
+// status aside; a reader's copy is its own; and the informers read what
+// they need without unpacking.
+func TestPackedKeepsOwnObjects(t *testing.T) {
+	meta := metav1.ObjectMeta{
+		Name: "derived-foo", Namespace: "demo", UID: "u-1", ResourceVersion: "42", Generation: 3,
+		CreationTimestamp: metav1.Unix(1700000000, 0), Finalizers: []string{"example.com/keep"},
+		Labels:          map[string]string{api.LabelManagedBy: api.ManagedBy, discoveryv1.LabelManagedBy: api.ManagedBy, "team": "payments"},
+		Annotations:     map[string]string{"prometheus.io/scrape": "true"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "multicluster.x-k8s.io/v1beta1", Kind: "ServiceImport", Name: "foo", UID: "u-0"}},
+	}
+	svc := &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"},
+		Ports:      []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)}},
+		IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
+		SessionAffinity: corev1.ServiceAffinityClientIP, PublishNotReadyAddresses: true,
+	}}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: meta, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, Zone: ptr.To("a")}},
+		Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
+	}
+	for _, want := range []metav1.Object{svc, slice} {
+		cached, err := trim(deepCopy(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cached.(metav1.Object)
+		if c.GetNamespace() != "demo" || c.GetName() != "derived-foo" || c.GetResourceVersion() != "42" || c.GetUID() != "u-1" || c.GetLabels()["team"] != "payments" {
+			t.Errorf("%T as the informers read it: %s/%s at %s, uid %s, labels %v", want, c.GetNamespace(), c.GetName(), c.GetResourceVersion(), c.GetUID(), c.GetLabels())
+		}
+		got := Unpacked(cached)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%T unpacked (-want +got):\n%s", want, diff)
+		}
+		got.(metav1.Object).GetLabels()["team"] = "changed"
+		if Unpacked(cached).(metav1.Object).GetLabels()["team"] != "payments" {
+			t.Errorf("%T: a reader's change reached the cache", want)
+		}
+	}
+}
+
+func deepCopy(o metav1.Object) metav1.Object {
+	switch o := o.(type) {
+	case *corev1.Service:
+		return o.DeepCopy()
+	case *discoveryv1.EndpointSlice:
+		return o.DeepCopy()
+	}
+	panic("deepCopy: unexpected type")
+}
+
+// Another's Service and EndpointSlice, never written, keep what the
+// controller reads of them, and nothing else.
+func TestOthersKeepWhatIsRead(t *testing.T) {
+	meta := metav1.ObjectMeta{
+		Name: "foo", Namespace: "demo", UID: "u-1", ResourceVersion: "7", Generation: 2, CreationTimestamp: metav1.Unix(1700000000, 0),
+		Labels:          map[string]string{discoveryv1.LabelServiceName: "foo", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io", "app": "foo"},
+		Annotations:     map[string]string{corev1.LastAppliedConfigAnnotation: "{}"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "foo", UID: "u-0"}},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+	}
+	kept := metav1.ObjectMeta{Name: "foo", Namespace: "demo", ResourceVersion: "7", Generation: 2, CreationTimestamp: metav1.Unix(1700000000, 0)}
+	port := corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("h2c"), Port: 80}
+	svc := &corev1.Service{ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"}, Selector: map[string]string{"app": "foo"},
+			Ports:      []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("h2c"), Port: 80, TargetPort: intstr.FromString("web"), NodePort: 30080}},
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack), ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyLocal),
+		},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}},
+	}
+	wantSvc := &corev1.Service{ObjectMeta: kept, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{port},
+		IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyLocal),
+	}}
+	endpoint := discoveryv1.Endpoint{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true)}, Hostname: ptr.To("foo-0"), Zone: ptr.To("a")}
+	full := endpoint
+	full.NodeName, full.TargetRef = ptr.To("node-1"), &corev1.ObjectReference{Kind: "Pod", Name: "foo-0", Namespace: "demo", UID: "p-1"}
+	full.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "a"}}}
+	ports := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: meta, AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{full}, Ports: ports}
+	keptSlice := kept
+	keptSlice.Labels = map[string]string{discoveryv1.LabelServiceName: "foo", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}
+	wantSlice := &discoveryv1.EndpointSlice{ObjectMeta: keptSlice, AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{endpoint}, Ports: ports}
+
+	for _, c := range []struct{ in, want metav1.Object }{{svc, wantSvc}, {slice, wantSlice}} {
+		cached, err := trim(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(c.want, Unpacked(cached)); diff != "" {
+			t.Errorf("%T as cached (-want +got):\n%s", c.in, diff)
+		}
+	}
+}
