@@ -151,6 +151,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// would be stale.
 	c.memberChanged("")
 	var wg sync.WaitGroup
+	wg.Go(func() { wait.Until(c.track.sweep, trackTTL, ctx.Done()) })
 	for range max(1, c.opts.Workers) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.work, time.Second) })
 	}

@@ -42,9 +42,21 @@ func (t *tracker) deleted(k trackKey, uid types.UID) { t.put(k, tracked{deleted:
 func (t *tracker) put(k trackKey, w tracked) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := time.Now()
-	w.at = now
+	w.at = time.Now()
 	t.objs[k] = w
+	t.sweepLocked(w.at)
+}
+
+// sweep drops what was written more than trackTTL ago, once per trackTTL.
+// An initial sync leaves what it wrote in its last half minute, which no
+// later write may come to sweep: the controller calls it every trackTTL.
+func (t *tracker) sweep() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweepLocked(time.Now())
+}
+
+func (t *tracker) sweepLocked(now time.Time) {
 	if now.Sub(t.swept) < trackTTL {
 		return
 	}

@@ -58,6 +58,16 @@ func TestTrackerSweeps(t *testing.T) {
 	}
 }
 
+// What an initial sync wrote last goes without another write to sweep it.
+func TestTrackerSweepsWhenIdle(t *testing.T) {
+	tr := newTracker()
+	tr.objs[trackKey{name: "derived-last"}] = tracked{obj: object("l", "9"), at: time.Now().Add(-2 * trackTTL)}
+	tr.sweep()
+	if len(tr.objs) != 0 {
+		t.Errorf("%d entries older than trackTTL kept by a sweep, want none", len(tr.objs))
+	}
+}
+
 func TestTrackerEcho(t *testing.T) {
 	tr := newTracker()
 	k := trackKey{cluster: "m2", kind: "EndpointSlice", namespace: "ns", name: "imported-m1-foo"}
