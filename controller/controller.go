@@ -77,8 +77,8 @@ type Controller struct {
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
 	seen sync.Map
-	// lastValid holds, per key, the MultiClusterService as it was when its
-	// spec was last valid (see followed).
+	// lastValid holds, per key, the MultiClusterService's spec as it was
+	// when it was last valid (see followed).
 	lastValid sync.Map
 	// flights holds the members' writes under way, landed what those a
 	// sync did not wait for did, by flight; slowMembers the members a
@@ -301,7 +301,7 @@ func (c *Controller) serviceEvent(obj any) {
 	if !ok {
 		return
 	}
-	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
+	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels()[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
 		c.enqueue(a.namespace, svc)
 	}
 	c.enqueueRelevant(obj)
@@ -312,16 +312,17 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	if !ok {
 		return
 	}
-	if a.labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
+	labels := a.labels()
+	if labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
 		// Someone else's change to an imported slice is undone by a sync;
 		// the echo of the controller's own write needs none.
-		svc := a.labels[mcsv1b1.LabelServiceName]
+		svc := labels[mcsv1b1.LabelServiceName]
 		if o, ok := obj.(metav1.Object); svc != "" && (!ok || !c.track.echo(trackKey{cluster, "EndpointSlice", a.namespace, a.name}, o)) {
 			c.enqueue(a.namespace, svc)
 		}
 		return
 	}
-	svc := a.labels[discoveryv1.LabelServiceName]
+	svc := labels[discoveryv1.LabelServiceName]
 	if svc == "" || !c.relevant(a.namespace, svc) {
 		return
 	}
@@ -335,11 +336,11 @@ func (c *Controller) relevant(namespace, name string) bool {
 	if !c.inScope(namespace) {
 		return false
 	}
-	if c.hub.get(namespace, name) != nil {
+	if c.hub.has(namespace, name) {
 		return true
 	}
 	for _, m := range c.opts.Members.List() {
-		if m.Export(namespace, name) != nil || m.Import(namespace, name) != nil {
+		if m.HasExport(namespace, name) || m.HasImport(namespace, name) {
 			return true
 		}
 	}
@@ -393,20 +394,25 @@ func (c *Controller) enqueueAllAfter(delay time.Duration) {
 
 type objectMeta struct {
 	namespace, name string
-	labels          map[string]string
+	obj             labelled
 }
 
+type labelled interface {
+	GetNamespace() string
+	GetName() string
+	GetLabels() map[string]string
+}
+
+// labels are the object's labels, which a cached object decodes: the
+// handlers that need no labels read none.
+func (o objectMeta) labels() map[string]string { return o.obj.GetLabels() }
+
 func metaOf(obj any) (objectMeta, bool) {
-	type object interface {
-		GetNamespace() string
-		GetName() string
-		GetLabels() map[string]string
-	}
-	o, ok := handler.Unwrap(obj).(object)
+	o, ok := handler.Unwrap(obj).(labelled)
 	if !ok {
 		return objectMeta{}, false
 	}
-	return objectMeta{o.GetNamespace(), o.GetName(), o.GetLabels()}, true
+	return objectMeta{o.GetNamespace(), o.GetName(), o}, true
 }
 
 // newBucket bounds the overall retry rate, as client-go's default

@@ -103,8 +103,16 @@ func (h *hubMCS) shutdown() {
 func (h *hubMCS) get(namespace, name string) *v1alpha1.MultiClusterService {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	m, _ := h.informers.Get(namespace, name).(*v1alpha1.MultiClusterService)
+	m, _ := members.Unpacked(h.informers.Get(namespace, name)).(*v1alpha1.MultiClusterService)
 	return m
+}
+
+// has reports whether the hub has MultiClusterService namespace/name,
+// decoding nothing.
+func (h *hubMCS) has(namespace, name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.informers.Get(namespace, name) != nil
 }
 
 // keys lists every MultiClusterService's namespace/name.

@@ -81,8 +81,10 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 	case in.MCS == nil:
 		c.lastValid.Delete(key)
 	case plan.Invalid == "":
-		// The informer's object, never changed in place: no copy per sync.
-		c.lastValid.Store(key, in.MCS)
+		// The spec alone: the object is the sync's own decoded copy, and
+		// a fleet's thousands of them would stay held.
+		spec := in.MCS.Spec
+		c.lastValid.Store(key, &spec)
 	default:
 		last, ok := c.lastValid.Load(key)
 		if !ok {
@@ -90,7 +92,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 		}
 		prev := *in
 		prev.MCS = in.MCS.DeepCopy()
-		prev.MCS.Spec = *last.(*v1alpha1.MultiClusterService).Spec.DeepCopy()
+		prev.MCS.Spec = *last.(*v1alpha1.MultiClusterServiceSpec).DeepCopy()
 		if p := desired.Compute(&prev); p.Invalid == "" {
 			return p
 		}

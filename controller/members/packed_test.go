@@ -1,7 +1,11 @@
 package members
 
 import (
+	"bytes"
+	"crypto/rand"
 	"testing"
+
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +39,14 @@ func TestPackedKeepsOwnObjects(t *testing.T) {
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, Zone: ptr.To("a")}},
 		Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
 	}
-	for _, want := range []metav1.Object{svc, slice} {
+	imp := &mcsv1b1.ServiceImport{ObjectMeta: meta,
+		Spec: mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, IPs: []string{"10.96.0.1"}, Ports: []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+		Status: mcsv1b1.ServiceImportStatus{
+			Clusters:   []mcsv1b1.ClusterStatus{{Cluster: "member1"}},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "imported from member1", LastTransitionTime: metav1.Unix(1700000001, 0), ObservedGeneration: 3}},
+		},
+	}
+	for _, want := range []metav1.Object{svc, slice, imp} {
 		cached, err := trim(deepCopy(want))
 		if err != nil {
 			t.Fatal(err)
@@ -52,6 +63,33 @@ func TestPackedKeepsOwnObjects(t *testing.T) {
 		if Unpacked(cached).(metav1.Object).GetLabels()["team"] != "payments" {
 			t.Errorf("%T: a reader's change reached the cache", want)
 		}
+		if !ours(cached) {
+			t.Errorf("%T: not packed as the controller's", want)
+		}
+	}
+}
+
+// What does not compress is kept as it is encoded; either way it comes
+// back whole.
+func TestCompress(t *testing.T) {
+	noise := make([]byte, 4096)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	like := []byte(`{"metadata":{"name":"svc-2","namespace":"demo"}}`)
+	d := &dictionary{data: []byte(`{"metadata":{"name":"svc-1","namespace":"demo"}}`)}
+	for _, c := range []struct {
+		data []byte
+		form byte
+	}{{like, deflated}, {noise, stored}} {
+		packed := d.compress(c.data)
+		if packed[0] != c.form || c.form == deflated && len(packed) >= len(c.data) {
+			t.Errorf("%d bytes packed in %d, form %d; want form %d", len(c.data), len(packed), packed[0], c.form)
+		}
+		var got []byte
+		if err := d.decompressed(packed, func(data []byte) error { got = bytes.Clone(data); return nil }); err != nil || !bytes.Equal(got, c.data) {
+			t.Errorf("form %d: unpacked %d bytes (%v), want the %d packed", c.form, len(got), err, len(c.data))
+		}
 	}
 }
 
@@ -60,6 +98,8 @@ func deepCopy(o metav1.Object) metav1.Object {
 	case *corev1.Service:
 		return o.DeepCopy()
 	case *discoveryv1.EndpointSlice:
+		return o.DeepCopy()
+	case *mcsv1b1.ServiceImport:
 		return o.DeepCopy()
 	}
 	panic("deepCopy: unexpected type")

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -32,6 +33,21 @@ func (m *Member) Import(namespace, name string) *mcsv1b1.ServiceImport {
 // Slice is the member's EndpointSlice namespace/name, or nil.
 func (m *Member) Slice(namespace, name string) *discoveryv1.EndpointSlice {
 	return get[discoveryv1.EndpointSlice](m, func(c *caches) Scoped { return c.slices }, namespace, name)
+}
+
+// HasExport and HasImport report whether the member has the
+// ServiceExport or ServiceImport namespace/name, decoding nothing.
+func (m *Member) HasExport(namespace, name string) bool {
+	return has(m, func(c *caches) Scoped { return c.exports }, namespace, name)
+}
+
+func (m *Member) HasImport(namespace, name string) bool {
+	return has(m, func(c *caches) Scoped { return c.imports }, namespace, name)
+}
+
+func has(m *Member, pick func(*caches) Scoped, namespace, name string) bool {
+	c := m.current()
+	return c != nil && pick(c).Get(namespace, name) != nil
 }
 
 // HasNamespace reports whether the member has the namespace.
@@ -130,16 +146,20 @@ func (m *Member) ManagedKeys() []string {
 	for _, inf := range c.slices {
 		keys = append(keys, inf.GetIndexer().ListIndexFuncValues(ByImportedService)...)
 	}
-	for _, obj := range c.services.List() {
-		if s, ok := Unpacked(obj).(*corev1.Service); ok && s.Labels[api.LabelManagedBy] == api.ManagedBy {
-			keys = append(keys, s.Namespace+"/"+strings.TrimPrefix(s.Name, api.DerivedPrefix))
-		}
-	}
-	for _, obj := range c.imports.List() {
-		if i, ok := obj.(*mcsv1b1.ServiceImport); ok && ourImport(i) {
-			keys = append(keys, i.Namespace+"/"+i.Name)
-		}
-	}
+	keys = append(keys, oursKeys(c.services, api.DerivedPrefix)...)
+	keys = append(keys, oursKeys(c.imports, "")...)
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// oursKeys lists the keys of the objects packed as the controller's, the
+// prefix cut from their names; it decodes none.
+func oursKeys(s Scoped, prefix string) []string {
+	var keys []string
+	for _, obj := range s.List() {
+		if o, ok := obj.(metav1.Object); ok && ours(obj) {
+			keys = append(keys, o.GetNamespace()+"/"+strings.TrimPrefix(o.GetName(), prefix))
+		}
+	}
+	return keys
 }

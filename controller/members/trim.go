@@ -14,9 +14,8 @@ import (
 
 // What the informers keep of each object: their transforms. At fleet
 // scale the controller's memory is what its caches hold, so each keeps
-// exactly what a sync, an event handler or an index reads, packs the
-// Services and EndpointSlices (packed.go), and shares what the others
-// repeat (intern.go).
+// exactly what a sync, an event handler or an index reads, and holds it
+// packed (packed.go).
 //
 // The controller writes back some objects it read from the caches (an
 // update sends the cached object with its changes): of those it keeps
@@ -44,8 +43,8 @@ import (
 // update of a Service takes no status).
 
 // trim is the transform of a member's informers: it cuts what no reader
-// needs, and packs Services and EndpointSlices (packed.go). v1alpha1 MCS
-// API objects are stored as v1beta1 ones.
+// needs, and packs what is left (packed.go). v1alpha1 MCS API objects are
+// stored as v1beta1 ones.
 func trim(obj any) (any, error) {
 	obj, err := mcsapi.ToBeta(obj)
 	if err != nil {
@@ -54,9 +53,13 @@ func trim(obj any) (any, error) {
 	cut(obj)
 	switch o := obj.(type) {
 	case *corev1.Service:
-		return pack(o)
+		return pack(o, o.Labels[api.LabelManagedBy] == api.ManagedBy)
 	case *discoveryv1.EndpointSlice:
-		return pack(o)
+		return pack(o, o.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy)
+	case *mcsv1b1.ServiceImport:
+		return pack(o, ourImport(o))
+	case *mcsv1b1.ServiceExport:
+		return pack(o, false)
 	}
 	return obj, nil
 }
@@ -68,8 +71,7 @@ func trim(obj any) (any, error) {
 // controller reads it as often as it is held.
 func Trim(obj metav1.Object) { cut(obj) }
 
-// cut drops from a member's object what no reader needs, and shares what
-// those it keeps as they are have in common with others.
+// cut drops from a member's object what no reader needs.
 func cut(obj any) {
 	switch o := obj.(type) {
 	case *corev1.Service:
@@ -79,23 +81,22 @@ func cut(obj any) {
 	case *corev1.Namespace:
 		*o = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion}}
 	case *mcsv1b1.ServiceExport:
-		trimExport(o)
+		keepIdentity(&o.ObjectMeta, false)
 	case *mcsv1b1.ServiceImport:
-		shareMeta(&o.ObjectMeta)
-		shareImport(o)
+		o.ManagedFields = nil
 	}
 }
 
 // TrimHub is the transform of the hub's informers: its
-// MultiClusterServices, and its Services, packed.
+// MultiClusterServices and Services, packed.
 func TrimHub(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1alpha1.MultiClusterService:
 		keepIdentity(&o.ObjectMeta, true)
-		shareMCS(o)
+		return pack(o, false)
 	case *corev1.Service:
 		cutHubService(o)
-		return pack(o)
+		return pack(o, false)
 	}
 	return obj, nil
 }
@@ -140,24 +141,18 @@ func cutSlice(s *discoveryv1.EndpointSlice) {
 	}
 }
 
-func trimExport(e *mcsv1b1.ServiceExport) {
-	keepIdentity(&e.ObjectMeta, false)
-	e.Spec.ExportedLabels, e.Spec.ExportedAnnotations = share(e.Spec.ExportedLabels), share(e.Spec.ExportedAnnotations)
-	shareConditions(e.Status.Conditions)
-}
-
 // keepIdentity keeps of an object's metadata its namespace, name,
 // resourceVersion (the tracker compares it, an update sends it),
 // creation, generation and deletion; and with uid, its UID and
 // finalizers.
 func keepIdentity(m *metav1.ObjectMeta, uid bool) {
 	keep := metav1.ObjectMeta{
-		Namespace: intern(m.Namespace), Name: m.Name, ResourceVersion: m.ResourceVersion,
+		Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion,
 		CreationTimestamp: m.CreationTimestamp, Generation: m.Generation,
 		DeletionTimestamp: m.DeletionTimestamp, DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
 	}
 	if uid {
-		keep.UID, keep.Finalizers = m.UID, internAll(m.Finalizers)
+		keep.UID, keep.Finalizers = m.UID, m.Finalizers
 	}
 	*m = keep
 }
