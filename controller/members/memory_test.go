@@ -188,6 +188,7 @@ func liveHeap() uint64 {
 // fleetBytes builds the stores of a fleet of n services and returns the
 // live heap they take per object, overall and by testdata/fleet file.
 func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float64) {
+	dictionaries.Clear() // as in a fresh process: the fleet's first objects become them
 	w := newWire(t)
 	f := newFleet(t)
 	byFile = map[string]float64{}
@@ -212,6 +213,18 @@ func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float
 	}
 	runtime.KeepAlive(f)
 	return (float64(last) - float64(before)) / float64(objects), byFile
+}
+
+// TestFleetBytesPerObject bounds the bytes a cached object of the scale
+// fixture takes: deploy/'s memory limit rests on it. It was 382 B (at
+// 10,000 services) when the limit was set.
+func TestFleetBytesPerObject(t *testing.T) {
+	const bound = 450
+	perObject, byFile := fleetBytes(t, 1000)
+	t.Logf("%.0f B per cached object", perObject)
+	if perObject > bound {
+		t.Errorf("%.0f B per cached object, want at most %d; by object: %v", perObject, bound, byFile)
+	}
 }
 
 // BenchmarkFleetCaches reports the live heap per cached object of the
