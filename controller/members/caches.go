@@ -62,10 +62,7 @@ type caches struct {
 // serves. They run until ctx ends or stop. Once they hold more than the
 // member's maxObjects (0: no bound), it overflows, once.
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
-	c, err := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces)
-	if err != nil {
-		return nil, err
-	}
+	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces)
 	c.max = int64(m.maxObjects)
 	if err := c.count(m.overflow); err != nil {
 		return nil, err
@@ -94,7 +91,7 @@ type factory interface {
 // makeCaches makes the informers of the namespaces given (none: every
 // namespace), with the transform and the indexes the controller reads
 // them by, and starts nothing.
-func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string) (*caches, error) {
+func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string) *caches {
 	nf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	c := &caches{
 		namespaces: nf.InformerFor(&corev1.Namespace{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
@@ -102,29 +99,30 @@ func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imp
 		}),
 		factories: []factory{nf},
 	}
-	kube1 := func(ns string) informers.SharedInformerFactory {
+	// A factory per namespace and client: client-go's watch one namespace.
+	kubeIn := func(ns string) informers.SharedInformerFactory {
 		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
 		c.factories = append(c.factories, f)
 		return f
 	}
-	mcs1 := func(ns string) mcsinformers.SharedInformerFactory {
+	mcsIn := func(ns string) mcsinformers.SharedInformerFactory {
 		f := mcsinformers.NewSharedInformerFactoryWithOptions(mcs, 0, mcsinformers.WithNamespace(ns), mcsinformers.WithTransform(trim))
 		c.factories = append(c.factories, f)
 		return f
 	}
 	c.services = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
-		return kube1(ns).InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return kubeIn(ns).InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredServiceInformer(k, ns, r, NoIndex, nil)
 		})
 	})
 	c.slices = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
-		return kube1(ns).InformerFor(&discoveryv1.EndpointSlice{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return kubeIn(ns).InformerFor(&discoveryv1.EndpointSlice{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
 			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}, nil)
 		})
 	})
-	c.exports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return exportInformer(mcs1(ns), exports, ns) })
-	c.imports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return importInformer(mcs1(ns), imports, ns) })
-	return c, nil
+	c.exports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return exportInformer(mcsIn(ns), exports, ns) })
+	c.imports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return importInformer(mcsIn(ns), imports, ns) })
+	return c
 }
 
 // exportInformer makes the informer of the version served only: a factory

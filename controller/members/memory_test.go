@@ -60,14 +60,10 @@ type fleet struct {
 	hub     cache.Indexer
 }
 
-func newFleet(t testing.TB) *fleet {
+func newFleet() *fleet {
 	f := &fleet{members: map[string]*caches{}}
 	for _, name := range []string{"member1", "member2", "member3"} {
-		c, err := makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.members[name] = c
+		f.members[name] = makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion, nil)
 	}
 	// The store of hub.go's informers: without indexes.
 	f.hub = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, NoIndex)
@@ -190,7 +186,7 @@ func liveHeap() uint64 {
 func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float64) {
 	dictionaries.Clear() // as in a fresh process: the fleet's first objects become them
 	w := newWire(t)
-	f := newFleet(t)
+	f := newFleet()
 	byFile = map[string]float64{}
 	before := liveHeap()
 	last, objects := before, 0
