@@ -138,8 +138,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			members.Trim(got)
-			w.c.track.wrote(w.key("Namespace", w.namespace), got)
+			w.c.track.wrote(w.key("Namespace", w.namespace), members.Trim(got))
 		}
 		return err
 	})
@@ -200,8 +199,7 @@ func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, 
 	return w.do(kind, verb, func() error {
 		got, err := write()
 		if err == nil {
-			members.Trim(got)
-			w.c.track.wrote(w.key(kind, name), got)
+			w.c.track.wrote(w.key(kind, name), members.Trim(got))
 		}
 		return err
 	})

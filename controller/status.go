@@ -279,8 +279,7 @@ func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterSe
 	}
 	// A sync of the key before the informer has the write reads it from
 	// here, rather than write on a stale resourceVersion and conflict.
-	_, _ = members.TrimHub(got)
-	c.track.wrote(mcsKey(mcs.Namespace, mcs.Name), got)
+	c.track.wrote(mcsKey(mcs.Namespace, mcs.Name), members.TrimHubObject(got))
 	return nil
 }
 

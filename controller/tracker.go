@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -96,7 +97,8 @@ func (t *tracker) latest(k trackKey, cached metav1.Object) metav1.Object {
 }
 
 // latestOf is t.latest for a typed object: the newer of the cached one (a
-// nil pointer when absent) and what this controller last wrote under k.
+// nil pointer when absent) and what this controller last wrote under k,
+// which the tracker holds packed as the caches do (members.Trim).
 func latestOf[P interface {
 	*E
 	metav1.Object
@@ -105,7 +107,7 @@ func latestOf[P interface {
 	if cached != nil {
 		c = cached
 	}
-	out, _ := t.latest(k, c).(P)
+	out, _ := members.Unpacked(t.latest(k, c)).(P)
 	return out
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"sync"
@@ -11,7 +13,7 @@ import (
 
 // Objects of one kind repeat one another: their field names, label keys
 // and values, owners, ports, the namespace, the cluster names. So a
-// packed object is compressed (DEFLATE) with another of its kind as the
+// packed object is compressed (DEFLATE) after another of its kind, its
 // dictionary: the first one the controller packed of its type and class
 // (the controller's own objects, or others'), kept for as long as the
 // process runs. The API server's objects then take tens of bytes each
@@ -19,22 +21,27 @@ import (
 // is kept as it is.
 
 // dictionary is what the objects of one type and class are compressed
-// against.
+// against. A flate writer made with a dictionary takes 800 KB and keeps
+// it; the writers are shared instead, and a dictionary is the stream a
+// writer makes of it, up to a flush, that every object's stream goes on
+// from: the object holds its own part only, and a reader is given the
+// dictionary's first.
 type dictionary struct {
-	ours    bool // the controller's objects (see ours)
-	data    []byte
-	writers sync.Pool // of *flate.Writer with data as their dictionary, 800 KB each
+	ours   bool   // the controller's objects (see ours)
+	data   []byte // as encoded
+	stream []byte // data compressed and flushed, as every object's stream begins
 }
 
 // The first byte of a packed object's data says how the rest is held.
 const (
 	stored   byte = iota // encoded
-	deflated             // encoded and compressed against the dictionary
+	deflated             // encoded, compressed after the dictionary's stream
 )
 
 var (
 	dictionaries sync.Map  // dictionaryKey → *dictionary
-	readers      sync.Pool // of flate readers, reset to each dictionary
+	writers      sync.Pool // of *flate.Writer
+	readers      sync.Pool // of flate readers
 	buffers      = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
@@ -50,8 +57,39 @@ func dictionaryOf[T any](ours bool, first []byte) *dictionary {
 	if d, ok := dictionaries.Load(key); ok {
 		return d.(*dictionary)
 	}
-	d, _ := dictionaries.LoadOrStore(key, &dictionary{ours: ours, data: bytes.Clone(first)})
-	return d.(*dictionary)
+	actual, _ := dictionaries.LoadOrStore(key, newDictionary(ours, first))
+	return actual.(*dictionary)
+}
+
+func newDictionary(ours bool, data []byte) *dictionary {
+	d := &dictionary{ours: ours, data: bytes.Clone(data)}
+	buf := new(bytes.Buffer)
+	if d.deflate(buf, nil) == nil { // else no object's stream begins with it: each is stored
+		d.stream = buf.Bytes()
+	}
+	return d
+}
+
+// deflate writes to buf the dictionary's stream, flushed; then, when data
+// is not nil, data's after it, closed.
+func (d *dictionary) deflate(buf *bytes.Buffer, data []byte) error {
+	w, _ := writers.Get().(*flate.Writer)
+	if w == nil {
+		w, _ = flate.NewWriter(buf, flate.DefaultCompression) // a valid level: no error
+	} else {
+		w.Reset(buf)
+	}
+	defer writers.Put(w)
+	if _, err := w.Write(d.data); err != nil || data == nil {
+		return errors.Join(err, w.Flush())
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // compress is data as a packed object holds it.
@@ -59,18 +97,14 @@ func (d *dictionary) compress(data []byte) []byte {
 	buf := buffers.Get().(*bytes.Buffer)
 	defer buffers.Put(buf)
 	buf.Reset()
-	buf.WriteByte(deflated)
-	w, _ := d.writers.Get().(*flate.Writer)
-	if w == nil {
-		w, _ = flate.NewWriterDict(buf, flate.DefaultCompression, d.data) // a valid level: no error
-	} else {
-		w.Reset(buf)
-	}
-	defer d.writers.Put(w)
-	if _, err := w.Write(data); err != nil || w.Close() != nil || buf.Len() > len(data) {
+	err := d.deflate(buf, data)
+	// The dictionary's stream is the same every time: only what follows
+	// is the object's.
+	own := buf.Bytes()[min(len(d.stream), buf.Len()):]
+	if err != nil || !bytes.HasPrefix(buf.Bytes(), d.stream) || len(own) >= len(data) {
 		return append([]byte{stored}, data...)
 	}
-	return bytes.Clone(buf.Bytes())
+	return append([]byte{deflated}, own...)
 }
 
 // decompressed calls use with the encoded object that data holds, which
@@ -79,10 +113,11 @@ func (d *dictionary) decompressed(data []byte, use func([]byte) error) error {
 	if data[0] == stored {
 		return use(data[1:])
 	}
+	src := io.MultiReader(bytes.NewReader(d.stream), bytes.NewReader(data[1:]))
 	r, _ := readers.Get().(io.ReadCloser)
 	if r == nil {
-		r = flate.NewReaderDict(bytes.NewReader(data[1:]), d.data)
-	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(data[1:]), d.data); err != nil {
+		r = flate.NewReader(src)
+	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
 		return err
 	}
 	defer readers.Put(r)
@@ -92,7 +127,10 @@ func (d *dictionary) decompressed(data []byte, use func([]byte) error) error {
 	if _, err := buf.ReadFrom(r); err != nil {
 		return err
 	}
-	return use(buf.Bytes())
+	if buf.Len() < len(d.data) {
+		return fmt.Errorf("a packed object of %d bytes is shorter than its dictionary", buf.Len())
+	}
+	return use(buf.Bytes()[len(d.data):])
 }
 
 // Built-in types are encoded in protobuf, custom resources in JSON, as

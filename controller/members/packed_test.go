@@ -77,7 +77,7 @@ func TestCompress(t *testing.T) {
 		t.Fatal(err)
 	}
 	like := []byte(`{"metadata":{"name":"svc-2","namespace":"demo"}}`)
-	d := &dictionary{data: []byte(`{"metadata":{"name":"svc-1","namespace":"demo"}}`)}
+	d := newDictionary(false, []byte(`{"metadata":{"name":"svc-1","namespace":"demo"}}`))
 	for _, c := range []struct {
 		data []byte
 		form byte

@@ -64,12 +64,24 @@ func trim(obj any) (any, error) {
 	return obj, nil
 }
 
-// Trim cuts from an object that a write into a member returned what the
-// member's cache does not keep: the controller holds it in the cache's
-// stead until the informer delivers it (controller/tracker.go), every
-// object it wrote in the last half minute. It stays unpacked: the
-// controller reads it as often as it is held.
-func Trim(obj metav1.Object) { cut(obj) }
+// Trim is what the controller keeps of an object that a write into a
+// member returned, in the cache's stead until the informer delivers it
+// (controller/tracker.go): what the cache keeps. An initial sync holds
+// its last half minute of writes so, thousands of objects.
+func Trim(obj metav1.Object) metav1.Object { return kept(obj, trim) }
+
+// TrimHubObject is Trim for an object that a write into the hub returned.
+func TrimHubObject(obj metav1.Object) metav1.Object { return kept(obj, TrimHub) }
+
+// kept is what transform makes of obj; obj, cut, when it cannot be packed.
+func kept(obj metav1.Object, transform func(any) (any, error)) metav1.Object {
+	if out, err := transform(obj); err == nil {
+		if o, ok := out.(metav1.Object); ok {
+			return o
+		}
+	}
+	return obj
+}
 
 // cut drops from a member's object what no reader needs.
 func cut(obj any) {
