@@ -152,5 +152,13 @@ func (s *slots) give(cluster string) (string, bool) {
 	key := q[0]
 	s.deferred[cluster] = q[1:]
 	delete(s.waiting, flight{cluster, key})
+	// An initial sync defers thousands of keys: what they grew goes once
+	// none waits (a map keeps its size, a slice its array).
+	if len(q) == 1 {
+		delete(s.deferred, cluster)
+	}
+	if len(s.waiting) == 0 {
+		s.waiting = map[flight]bool{}
+	}
 	return key, true
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -110,5 +111,19 @@ func requeuedOnRelease(t *testing.T, f *fixture, key string, release chan struct
 	})
 	if err != nil {
 		t.Fatal(msg)
+	}
+}
+
+// What a member's deferred keys grew is let go once none waits.
+func TestSlotsLetGoOfWhatWaited(t *testing.T) {
+	s := newSlots(1)
+	for i := range 101 {
+		s.take(flight{m1, fmt.Sprintf("demo/s%d", i)})
+	}
+	for range 101 {
+		s.give(m1)
+	}
+	if len(s.deferred) != 0 || len(s.waiting) != 0 || s.busy[m1] != 0 {
+		t.Errorf("after every slot was given back: deferred %d members, waiting %d keys, %d busy; want none", len(s.deferred), len(s.waiting), s.busy[m1])
 	}
 }
