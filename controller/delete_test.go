@@ -39,7 +39,7 @@ func TestDeleteWhileConsumerUnreachable(t *testing.T) {
 
 	f.setDown(m3, false)
 	awaitSynced(t, f, m3)
-	expect(t, "member3 back", f.sync("demo/foo"), writes{hub: {"update multiclusterservices demo/foo"}, m3: cleaned})
+	expect(t, "member3 back", f.sync("demo/foo"), writes{hub: {"patch multiclusterservices demo/foo"}, m3: cleaned})
 	if fin := f.mcsOf("foo").Finalizers; len(fin) != 0 {
 		t.Errorf("finalizers %v, want none", fin)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -284,6 +286,8 @@ func (f *fixture) stamp(cluster string, fake *clienttesting.Fake, rv *atomic.Int
 			obj = a.GetObject()
 		case clienttesting.UpdateAction:
 			obj = a.GetObject()
+		case clienttesting.PatchAction:
+			return f.mergePatch(cluster, a, rv)
 		default:
 			return false, nil, nil
 		}
@@ -333,6 +337,44 @@ func (f *fixture) statusOnly(cluster string, gvr schema.GroupVersionResource, ob
 	if err != nil {
 		f.t.Errorf("%s: status update of %s %s: %v", cluster, gvr.Resource, m.GetName(), err)
 	}
+}
+
+// mergePatch applies a merge patch as an API server does: a resourceVersion
+// in the patch is a precondition, and the object gets a new one.
+func (f *fixture) mergePatch(cluster string, a clienttesting.PatchAction, rv *atomic.Int64) (bool, runtime.Object, error) {
+	if a.GetPatchType() != types.MergePatchType {
+		f.t.Errorf("%s: %s: only merge patches are faked, got %s", cluster, describe(a), a.GetPatchType())
+		return true, nil, apierrors.NewBadRequest("unsupported patch type")
+	}
+	tr := f.tracker(cluster, a.GetResource().Resource)
+	stored, err := tr.Get(a.GetResource(), a.GetNamespace(), a.GetName())
+	if err != nil {
+		return true, nil, err
+	}
+	var pre struct {
+		Metadata struct{ ResourceVersion string } `json:"metadata"`
+	}
+	if err := json.Unmarshal(a.GetPatch(), &pre); err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	m, _ := meta.Accessor(stored)
+	if v := pre.Metadata.ResourceVersion; v != "" && v != m.GetResourceVersion() {
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("resourceVersion %s, stored %s", v, m.GetResourceVersion()))
+	}
+	js, err := json.Marshal(stored)
+	if err == nil {
+		js, err = jsonpatch.MergePatch(js, a.GetPatch())
+	}
+	obj := reflect.New(reflect.TypeOf(stored).Elem()).Interface().(runtime.Object)
+	if err == nil {
+		err = json.Unmarshal(js, obj)
+	}
+	if err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	m, _ = meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+	return true, obj, tr.Update(a.GetResource(), obj, a.GetNamespace())
 }
 
 // allocate gives a Service the ClusterIPs a dual-stack API server would,
@@ -469,6 +511,8 @@ func nameOf(a clienttesting.Action) string {
 		m, _ := meta.Accessor(a.GetObject())
 		return m.GetName()
 	case clienttesting.DeleteAction:
+		return a.GetName()
+	case clienttesting.PatchAction:
 		return a.GetName()
 	}
 	return ""

@@ -73,7 +73,7 @@ func TestOthersImportFilledAndGivenBack(t *testing.T) {
 	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	f.change(hub, gone, "update")
 	expect(t, "deleted", f.sync("demo/foo"), writes{
-		hub: {"update multiclusterservices demo/foo"},
+		hub: {"patch multiclusterservices demo/foo"},
 		m2:  {"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "update serviceimports demo/foo", "update serviceimports/status demo/foo"},
 	})
 	imp = f.importOf(m2, "foo")

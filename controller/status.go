@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,9 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -37,22 +38,22 @@ func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiCluste
 	return c.updateFinalizers(ctx, mcs, func(f []string) []string { return append(f, v1alpha1.Finalizer) })
 }
 
-// updateFinalizers changes the finalizers of the MultiClusterService as
-// it was read afresh: the cache holds no labels, annotations nor owners
-// (members.TrimHub), which an update of the cached object would delete.
-// One changed since the cache's conflicts, as the update of the cached
-// one would have.
+// updateFinalizers changes the MultiClusterService's finalizers with a
+// merge patch of them alone: the cache holds no labels, annotations nor
+// owners (members.TrimHub), which an update of the cached object would
+// delete. The patch carries the cached resourceVersion, which the API
+// server takes as a precondition: one changed since conflicts, as an
+// update would.
 func (c *Controller) updateFinalizers(ctx context.Context, mcs *v1alpha1.MultiClusterService, change func([]string) []string) error {
-	client := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace)
-	fresh, err := client.Get(ctx, mcs.Name, metav1.GetOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": mcs.ResourceVersion,
+		"finalizers":      change(slices.Clone(mcs.Finalizers)),
+	}})
 	if err != nil {
-		return fmt.Errorf("get MultiClusterService %s: %w", key(mcs), err)
+		return err
 	}
-	if fresh.ResourceVersion != mcs.ResourceVersion {
-		return apierrors.NewConflict(v1alpha1.Resource("multiclusterservices"), mcs.Name, fmt.Errorf("changed since resourceVersion %s", mcs.ResourceVersion))
-	}
-	fresh.Finalizers = change(fresh.Finalizers)
-	return c.updateMCS(ctx, fresh, false)
+	got, err := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace).Patch(ctx, mcs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return c.wroteMCS(mcs, got, "patch", err)
 }
 
 // report sets the MultiClusterService's conditions and events from what the
@@ -94,7 +95,7 @@ func (c *Controller) setConditions(ctx context.Context, mcs *v1alpha1.MultiClust
 	if !changed {
 		return nil
 	}
-	if err := c.updateMCS(ctx, upd, true); err != nil {
+	if err := c.updateStatus(ctx, upd); err != nil {
 		return err // retried with its events
 	}
 	// Events say what changed, once: not for a new generation alone, and
@@ -266,20 +267,20 @@ func falseCond(t, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 }
 
-func (c *Controller) updateMCS(ctx context.Context, mcs *v1alpha1.MultiClusterService, status bool) error {
-	client := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace)
-	write, verb := client.Update, "update"
-	if status {
-		write, verb = client.UpdateStatus, "update-status"
-	}
-	got, err := write(ctx, mcs, metav1.UpdateOptions{})
+func (c *Controller) updateStatus(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
+	got, err := c.opts.HubMCS.McsV1alpha1().MultiClusterServices(mcs.Namespace).UpdateStatus(ctx, mcs, metav1.UpdateOptions{})
+	return c.wroteMCS(mcs, got, "update-status", err)
+}
+
+// wroteMCS counts a write of mcs and remembers what it
+// returned: a sync of the key before the informer has the write reads it
+// from there, rather than write on a stale resourceVersion and conflict.
+func (c *Controller) wroteMCS(mcs, got *v1alpha1.MultiClusterService, verb string, err error) error {
 	members.CountWrite("hub", "MultiClusterService", verb, err)
 	if err != nil {
 		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
 	}
-	// A sync of the key before the informer has the write reads it from
-	// here, rather than write on a stale resourceVersion and conflict.
-	c.track.wrote(mcsKey(mcs.Namespace, mcs.Name), members.TrimHubObject(got))
+	c.track.wrote(mcsKey(got.Namespace, got.Name), members.TrimHubObject(got))
 	return nil
 }
 

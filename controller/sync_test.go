@@ -63,7 +63,7 @@ func TestStoryOne(t *testing.T) {
 	})
 	// The finalizer first, then in the same sync everything else.
 	expect(t, "first sync", f.sync("demo/foo"), writes{
-		hub: {"update multiclusterservices demo/foo", "update multiclusterservices/status demo/foo"},
+		hub: {"patch multiclusterservices demo/foo", "update multiclusterservices/status demo/foo"},
 		m2:  append([]string{"create namespaces demo"}, firstImport("foo", "imported-member1-foo-abc")...),
 	})
 	if !slices.Contains(f.mcsOf("foo").Finalizers, v1alpha1.Finalizer) {
@@ -277,7 +277,7 @@ func TestMoveAndDelete(t *testing.T) {
 	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	f.change(hub, gone, "update")
 	expect(t, "deleted", f.sync("demo/foo"), writes{
-		hub: {"update multiclusterservices demo/foo"}, // the finalizer goes
+		hub: {"patch multiclusterservices demo/foo"}, // the finalizer goes
 		m3:  {"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "delete serviceimports demo/foo"},
 	})
 	if fin := f.mcsOf("foo").Finalizers; len(fin) != 0 {

@@ -34,7 +34,7 @@ func TestFinalizerKeepsUserMetadata(t *testing.T) {
 	userMeta(&mcs.ObjectMeta)
 	want := mcs.ObjectMeta.DeepCopy()
 	f := newFixture(t, world{hub: {mcs}, m1: {service("foo", false, t0), slice("foo", "foo-abc", 1, "10.1.0.1")}})
-	if got := f.sync("demo/foo")[hub]; !slices.Contains(got, "update multiclusterservices demo/foo") {
+	if got := f.sync("demo/foo")[hub]; !slices.Contains(got, "patch multiclusterservices demo/foo") {
 		t.Fatalf("hub writes %v, want the finalizer added", got)
 	}
 	sameUserMeta(t, "after the finalizer was added", &f.mcsOf("foo").ObjectMeta, want)
