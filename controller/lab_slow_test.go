@@ -12,6 +12,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ import (
 func TestHungMember(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
+	began := time.Now()
 	start(t, l.MembersKubeconfig(t), ns)
 	m1Slices := l.Client(t, m1).DiscoveryV1().EndpointSlices(ns)
 	l.Apply(t, m1, &corev1.Service{
@@ -79,6 +81,9 @@ func TestHungMember(t *testing.T) {
 		before = append(before, change())
 	}
 
+	// A Lease of this test's name may be an earlier run's: the one the
+	// hang is judged by is this run's.
+	renewedSince(t, began, m1, m2)
 	hang(t, m3, ns, api.LeaseNamespace)
 	var during []time.Duration
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
@@ -164,17 +169,42 @@ func hang(t *testing.T, cluster string, namespaces ...string) {
 func leasesFresh(t *testing.T, clusters ...string) {
 	t.Helper()
 	for _, c := range clusters {
-		list, err := labtest.Get(t).Client(t, c).CoordinationV1().Leases(api.LeaseNamespace).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, lease := range list.Items {
-			if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != t.Name() {
-				continue // another test's
-			}
+		for _, lease := range ownLeases(t, t.Context(), c) {
 			if age := time.Since(lease.Spec.RenewTime.Time); age > time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second {
 				t.Errorf("%s: Lease %s renewed %s ago, longer than its %ds", c, lease.Name, age.Round(time.Second), *lease.Spec.LeaseDurationSeconds)
 			}
 		}
 	}
+}
+
+// ownLeases are the Leases in cluster that the test's controller holds.
+func ownLeases(t *testing.T, ctx context.Context, cluster string) []coordinationv1.Lease {
+	t.Helper()
+	list, err := labtest.Get(t).Client(t, cluster).CoordinationV1().Leases(api.LeaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(list.Items, func(l coordinationv1.Lease) bool {
+		return l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != t.Name()
+	})
+}
+
+// renewedSince waits until the test's controller has renewed every Lease
+// of each member as provider in clusters since began.
+func renewedSince(t *testing.T, began time.Time, clusters ...string) {
+	t.Helper()
+	labtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		for _, c := range clusters {
+			renewed := 0
+			for _, l := range ownLeases(t, ctx, c) {
+				if l.Spec.RenewTime.After(began) {
+					renewed++
+				}
+			}
+			if renewed < 3 {
+				return fmt.Errorf("%s: %d Leases renewed since the test began, want one per member", c, renewed)
+			}
+		}
+		return nil
+	})
 }
