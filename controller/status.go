@@ -144,7 +144,7 @@ func conditions(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outc
 			falseCond(v1alpha1.EndpointSliceApplied, reason, plan.Invalid),
 		}
 	}
-	return []metav1.Condition{serviceApplied(mcs, plan, out), collected(mcs, plan, out), applied(plan, out)}
+	return []metav1.Condition{serviceApplied(mcs, plan, out), collected(mcs, plan, out), applied(mcs, plan, out)}
 }
 
 func serviceApplied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {
@@ -155,7 +155,7 @@ func serviceApplied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *
 	if msg := join(out.propagateErrs, unreachableIn(out, targets)); msg != "" {
 		return falseCond(v1alpha1.ServiceApplied, reasonApplyFailed, msg)
 	}
-	return trueCond(v1alpha1.ServiceApplied, reasonApplied, "Service applied to "+strings.Join(targets, ", "))
+	return trueCond(v1alpha1.ServiceApplied, reasonApplied, "Service applied to "+consumers(mcs, targets))
 }
 
 func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {
@@ -189,7 +189,7 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, bounded(msg))
 }
 
-func applied(plan *desired.Plan, out *outcome) metav1.Condition {
+func applied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {
 	if msg := join(out.applyErrs, nil); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonApplyFailed, msg)
 	}
@@ -202,7 +202,18 @@ func applied(plan *desired.Plan, out *outcome) metav1.Condition {
 	if plan.Import == nil {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonNoService, "nothing to import: no provision cluster has the Service")
 	}
-	return trueCond(v1alpha1.EndpointSliceApplied, reasonApplied, "imported into "+strings.Join(plan.Consumption, ", "))
+	return trueCond(v1alpha1.EndpointSliceApplied, reasonApplied, "imported into "+consumers(mcs, plan.Consumption))
+}
+
+// consumers names the clusters a True condition applied to, or "every
+// member" when the spec names no consumption clusters: a member joining
+// or leaving the fleet then rewrites no status (a fleet's thousands of
+// them, when one is what the join costs).
+func consumers(mcs *v1alpha1.MultiClusterService, clusters []string) string {
+	if len(mcs.Spec.ServiceConsumptionClusters) == 0 {
+		return "every member"
+	}
+	return strings.Join(clusters, ", ")
 }
 
 // left says that a list of the spec names clusters that left.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
@@ -685,5 +686,27 @@ func TestServiceNamedDerived(t *testing.T) {
 	})
 	if !slices.Equal(keys, want) {
 		t.Errorf("a change to the user's derived-bar queued %v, want %v", keys, want)
+	}
+}
+
+// A member joining a fleet changes no MultiClusterService's conditions
+// when its spec names no consumption clusters: a join writes no hub
+// status, where it would rewrite every service's. One the spec names
+// says so.
+func TestJoinChangesNoConditions(t *testing.T) {
+	plan := func(consumers ...string) *desired.Plan {
+		return &desired.Plan{Provision: []string{m1}, Consumption: consumers, Import: &desired.Import{Clusters: []string{m1}}}
+	}
+	every := multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, nil, true)
+	before, after := conditions(every, plan(m1, m2), &outcome{}), conditions(every, plan(m1, m2, m3), &outcome{})
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("conditions before and after member3 joined (-before +after):\n%s", diff)
+	}
+	if c := meta.FindStatusCondition(after, v1alpha1.EndpointSliceApplied); c == nil || c.Message != "imported into every member" {
+		t.Errorf("EndpointSliceApplied %+v, want True, imported into every member", c)
+	}
+	named := multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2, m3}, true)
+	if c := meta.FindStatusCondition(conditions(named, plan(m2, m3), &outcome{}), v1alpha1.EndpointSliceApplied); c == nil || c.Message != "imported into member2, member3" {
+		t.Errorf("EndpointSliceApplied %+v, want True, imported into member2, member3", c)
 	}
 }
