@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -280,7 +281,33 @@ func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("labtest: deleting namespace %s in %s: %v", name, c, err)
 			}
+			if c == Hub {
+				l.dropFinalizers(ctx, t, name)
+			}
 		})
+	}
+}
+
+// dropFinalizers removes the finalizers of the MultiClusterServices left
+// in a test's namespace of the hub, as an operator does when no
+// controller will: most tests stop theirs before their namespace goes
+// (cleanups run last first), and the namespace would stay terminating on
+// the shared hub, its namespace controller retrying every resource's
+// deletion, load that every later test and benchmark pays.
+func (l *Lab) dropFinalizers(ctx context.Context, t testing.TB, namespace string) {
+	r := l.Dynamic(t, Hub).Resource(mcsapi.MultiClusterServiceResource).Namespace(namespace)
+	list, err := r.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return // no CRD, or nothing left
+	}
+	for _, m := range list.Items {
+		if len(m.GetFinalizers()) == 0 {
+			continue
+		}
+		_, err := r.Patch(ctx, m.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("labtest: dropping the finalizers of MultiClusterService %s/%s: %v", namespace, m.GetName(), err)
+		}
 	}
 }
 

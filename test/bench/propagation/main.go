@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,7 +62,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.namespace, "namespace", "mcs-prop", "namespace of the benchmark's objects in the hub, member1 and member2")
 	flag.StringVar(&o.outDir, "out", "_output/bench", "directory of the report; kubeconfigs, Corefile and logs go to a directory named after the report")
 	flag.StringVar(&o.report, "report", "propagation.md", "file name of the report in -out")
-	flag.StringVar(&extra, "controller-args", "", "more flags for mcs-controller, space-separated (e.g. '--kube-api-qps=500 --workers=8')")
+	flag.StringVar(&extra, "controller-args", "", "more flags for mcs-controller, space-separated (e.g. '--kube-api-qps=500 --workers=8'); with --profiling, its heap profile after the initial sync is saved as controller-heap.pprof beside its log")
 	flag.StringVar(&consumers, "consumers", consumerCluster, "consumption clusters, comma-separated: member2, and member3 too for three members")
 	flag.StringVar(&o.join, "join", "", "a consumption cluster (member3) that joins once the initial sync is done, through a member Secret as kubectl mcs join makes; the MultiClusterServices then leave their consumption clusters to the fleet (every member: member1 takes its own back too)")
 	flag.BoolVar(&o.headless, "headless", false, "headless Services (clusterIP None), so that no ClusterIP is allocated: the lab's allocator is O(n²) in Services")
@@ -176,6 +177,16 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	}
 	if res.rssInitial, err = procs.controllerRSS(); err != nil {
 		return fmt.Errorf("controller memory: %w", err)
+	}
+	if res.heapInitial, err = procs.controllerHeap(ctx); err != nil {
+		return fmt.Errorf("controller memory: %w", err)
+	}
+	if slices.Contains(w.opts.controllerArgs, "--profiling") {
+		path, err := procs.saveHeapProfile(ctx, "controller-heap.pprof")
+		if err != nil {
+			return err
+		}
+		log.Printf("the controller's heap profile after the initial sync: go tool pprof %s", path)
 	}
 	if res.rssDNS, err = procs.corednsRSS(); err != nil {
 		return fmt.Errorf("coredns-mcs memory: %w", err)

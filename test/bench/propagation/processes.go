@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +100,44 @@ func (p *processes) restartController(ctx context.Context) error {
 
 // controllerRSS is the controller's resident memory now, from /proc.
 func (p *processes) controllerRSS() (int64, error) { return rss(p.controller.Pid()) }
+
+// controllerHeap is the Go heap the controller has in use
+// (go_memstats_heap_inuse_bytes): what it holds, where VmRSS also counts
+// what the heap may grow to before the next collection.
+func (p *processes) controllerHeap(ctx context.Context) (int64, error) {
+	families, err := process.Scrape(ctx, p.url("/metrics"))
+	if err != nil {
+		return 0, err
+	}
+	f := families["go_memstats_heap_inuse_bytes"]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, fmt.Errorf("mcs-controller's /metrics has no go_memstats_heap_inuse_bytes")
+	}
+	return int64(f.GetMetric()[0].GetGauge().GetValue()), nil
+}
+
+// saveHeapProfile saves the controller's heap profile as file in the
+// run's directory, when it serves one (-controller-args --profiling).
+func (p *processes) saveHeapProfile(ctx context.Context, file string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/debug/pprof/heap"), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	path := filepath.Join(p.dir, file)
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	return path, err
+}
 
 // corednsRSS is coredns-mcs's.
 func (p *processes) corednsRSS() (int64, error) { return rss(p.coredns.Pid()) }

@@ -28,6 +28,7 @@ type results struct {
 	// The controller's resident memory after the initial sync and after
 	// the burst.
 	rssInitial, rssBurst int64
+	heapInitial          int64          // the controller's Go heap in use, when rssInitial was read
 	rssDNS               int64          // coredns-mcs's, after the initial sync
 	initialAPI           []apiPhase     // the API servers during the initial sync
 	initialCPU           []programCPU   // the machine's CPU during the initial sync, by program
@@ -126,7 +127,7 @@ func (r *results) writesTable(b *strings.Builder) {
 	for _, p := range r.phases() {
 		fmt.Fprintf(b, "- the controller's CPU (process_cpu_seconds_total) during %s: %.1f s, %.2f ms per %s.\n", p.name, p.cpu, 1000*p.cpu/float64(p.changes), p.unit())
 	}
-	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync, %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))
+	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync (its Go heap in use %.1f MiB), %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.heapInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))
 }
 
 // restartVerdict says whether a restart wrote nothing but Leases.
