@@ -22,9 +22,13 @@ const (
 	requestMetric  = "apiserver_request_duration_seconds"
 	inflightMetric = "apiserver_current_inflight_requests"
 	cpuMetric      = "process_cpu_seconds_total"
-	// A /metrics page of an API server is megabytes: sampled more often,
-	// reading it would take a good part of the cores the phase measures.
-	sampleEvery = 2 * time.Second
+	// A /metrics page of an API server is megabytes: about 0.2 s of CPU
+	// to parse here, and more for the API server to render. Every 2 s
+	// over a 10,000-service sync's three API servers that was 0.4 of the
+	// two cores the sync measures; the ceiling's loads last seconds, and
+	// their in-flight peak needs the finer samples.
+	syncSampleEvery    = 10 * time.Second
+	ceilingSampleEvery = 2 * time.Second
 )
 
 // writeVerbs are the requests a write phase is about.
@@ -58,16 +62,16 @@ type apiSampler struct {
 }
 
 // sampleAPIServers starts sampling the clusters' API servers every
-// sampleEvery; stop returns what each did meanwhile. A failed sample is
+// interval; stop returns what each did meanwhile. A failed sample is
 // skipped: the API servers' figures are a view, not the measure.
-func (w *world) sampleAPIServers(ctx context.Context, clusters []string) *apiSampler {
+func (w *world) sampleAPIServers(ctx context.Context, clusters []string, every time.Duration) *apiSampler {
 	s := &apiSampler{clusters: clusters, clients: w.clients, stopCh: make(chan struct{}),
 		first: map[string]*apiView{}, latest: map[string]*apiView{}, maxInflight: map[string]float64{}}
 	s.sample(ctx)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(sampleEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

@@ -47,7 +47,7 @@ func (w *world) ceiling(ctx context.Context) ([]ceilingLevel, error) {
 	for _, k := range w.opts.ceilingInFlight {
 		l := ceilingLevel{inFlight: k, services: w.opts.ceilingServices, writes: 4 * w.opts.ceilingServices}
 		log.Printf("ceiling: %d writes into %s/%s, %d services at once", l.writes, consumerCluster, ns, k)
-		sampler := w.sampleAPIServers(ctx, []string{consumerCluster})
+		sampler := w.sampleAPIServers(ctx, []string{consumerCluster}, ceilingSampleEvery)
 		start := time.Now()
 		err := forEach(ctx, k, l.services, func(ctx context.Context, i int) error {
 			return w.importPlainly(ctx, mcs, ns, fmt.Sprintf("c%d-%s", k, serviceName(i)), i)

@@ -157,7 +157,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	defer watch.stop()
 	defer func() { res.controllerErrors = procs.controllerErrors() }()
 	cpu := sampleCPU()
-	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.consumers(false)...))
+	sampler := w.sampleAPIServers(ctx, append([]string{hubCluster}, w.consumers(false)...), syncSampleEvery)
 	if err := procs.start(ctx, w); err != nil {
 		return fmt.Errorf("starting the processes: %w", err)
 	}

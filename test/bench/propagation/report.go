@@ -230,7 +230,7 @@ func seconds(v float64) string {
 // and under the plain write loads of the ceiling.
 func (r *results) apiTable(b *strings.Builder) {
 	fmt.Fprintf(b, "\n## The API servers (their own /metrics)\n\n")
-	fmt.Fprintf(b, "Writes each answered (`%s`; mean, and p99 within its buckets) and the most mutating requests it had in flight (`%s`, sampled every %s).\n\n", requestMetric, inflightMetric, sampleEvery)
+	fmt.Fprintf(b, "Writes each answered (`%s`; mean, and p99 within its buckets) and the most mutating requests it had in flight (`%s`, sampled every %s during the initial sync, every %s under the ceiling's loads).\n\n", requestMetric, inflightMetric, syncSampleEvery, ceilingSampleEvery)
 	fmt.Fprintf(b, "| phase | cluster | request | count | mean | p99 |\n|---|---|---|---|---|---|\n")
 	rows := func(phase string, api []apiPhase) {
 		for _, a := range api {
