@@ -282,7 +282,7 @@ func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
 				t.Errorf("labtest: deleting namespace %s in %s: %v", name, c, err)
 			}
 			if c == Hub {
-				l.dropFinalizers(ctx, t, name)
+				l.dropFinalizers(t, name)
 			}
 		})
 	}
@@ -294,20 +294,31 @@ func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
 // (cleanups run last first), and the namespace would stay terminating on
 // the shared hub, its namespace controller retrying every resource's
 // deletion, load that every later test and benchmark pays.
-func (l *Lab) dropFinalizers(ctx context.Context, t testing.TB, namespace string) {
+func (l *Lab) dropFinalizers(t testing.TB, namespace string) {
+	// A test may leave a thousand: its own time, and several at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	r := l.Dynamic(t, Hub).Resource(mcsapi.MultiClusterServiceResource).Namespace(namespace)
 	list, err := r.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return // no CRD, or nothing left
 	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, m := range list.Items {
 		if len(m.GetFinalizers()) == 0 {
 			continue
 		}
-		_, err := r.Patch(ctx, m.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("labtest: dropping the finalizers of MultiClusterService %s/%s: %v", namespace, m.GetName(), err)
-		}
+		g.Go(func() error {
+			_, err := r.Patch(ctx, m.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("dropping the finalizers of MultiClusterService %s/%s: %w", namespace, m.GetName(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Errorf("labtest: %v", err)
 	}
 }
 
