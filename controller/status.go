@@ -283,9 +283,9 @@ func (c *Controller) updateStatus(ctx context.Context, mcs *v1alpha1.MultiCluste
 	return c.wroteMCS(mcs, got, "update-status", err)
 }
 
-// wroteMCS counts a write of mcs and remembers what it
-// returned: a sync of the key before the informer has the write reads it
-// from there, rather than write on a stale resourceVersion and conflict.
+// wroteMCS counts a write of mcs and remembers what it returned: a sync
+// of the key before the informer has the write reads it from there,
+// rather than write on a stale resourceVersion and conflict.
 func (c *Controller) wroteMCS(mcs, got *v1alpha1.MultiClusterService, verb string, err error) error {
 	members.CountWrite("hub", "MultiClusterService", verb, err)
 	if err != nil {

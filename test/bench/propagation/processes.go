@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -119,24 +118,15 @@ func (p *processes) controllerHeap(ctx context.Context) (int64, error) {
 // saveHeapProfile saves the controller's heap profile as file in the
 // run's directory, when it serves one (-controller-args --profiling).
 func (p *processes) saveHeapProfile(ctx context.Context, file string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/debug/pprof/heap"), nil)
+	status, body, err := process.HTTPGet(ctx, p.url("/debug/pprof/heap"))
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("heap profile: HTTP %d", status)
+	}
 	if err != nil {
 		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("heap profile: %s", resp.Status)
 	}
 	path := filepath.Join(p.dir, file)
-	data, err := io.ReadAll(resp.Body)
-	if err == nil {
-		err = os.WriteFile(path, data, 0o644)
-	}
-	return path, err
+	return path, os.WriteFile(path, []byte(body), 0o644)
 }
 
 // corednsRSS is coredns-mcs's.
