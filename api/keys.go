@@ -30,6 +30,12 @@ const (
 	// mcs-controller created: Services, ServiceImports, Namespaces, Leases.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 
+	// LabelBucket on every Service, ServiceImport and EndpointSlice
+	// mcs-controller creates for a service is the service's bucket, 0 to
+	// 63: a hash of its namespace/name, by which replicas share the
+	// services (controller/shards). Others' objects do not carry it.
+	LabelBucket = GroupName + "/bucket"
+
 	// AnnotationStrategy on a ServiceImport enables native cluster.local
 	// names for that service in that cluster; its value is a Strategy.
 	AnnotationStrategy = GroupName + "/strategy"

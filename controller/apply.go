@@ -20,6 +20,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // applyMember writes into one member the difference between what it holds
@@ -170,7 +171,8 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 	if have == nil {
 		return w.createService(ctx, want)
 	}
-	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) && desired.IsHeadless(have) == desired.IsHeadless(want) {
+	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) &&
+		desired.IsHeadless(have) == desired.IsHeadless(want) && hasLabels(have, want.Labels) {
 		return nil
 	}
 	if desired.IsHeadless(have) != desired.IsHeadless(want) { // clusterIP is immutable
@@ -178,6 +180,7 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 	}
 	upd := have.DeepCopy()
 	upd.Spec.Selector, upd.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+	setLabels(upd, want.Labels)
 	return w.updateService(ctx, upd)
 }
 
@@ -273,7 +276,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		ports = append(ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
 	}
 	owner := w.importOwner(imp)
-	labels := map[string]string{api.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: name}
+	labels := map[string]string{api.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: name, api.LabelBucket: shards.Label(w.namespace, name)}
 	if have == nil {
 		s := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: labels, OwnerReferences: owner},
@@ -305,11 +308,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	}
 	upd.Spec.Ports, upd.OwnerReferences = ports, owner
 	setTraffic(upd, want.Traffic)
-	upd.Labels = maps.Clone(upd.Labels) // others' labels stay
-	if upd.Labels == nil {
-		upd.Labels = map[string]string{}
-	}
-	maps.Copy(upd.Labels, labels)
+	setLabels(upd, labels)
 	if err := w.updateService(ctx, upd); err != nil {
 		return nil, err
 	}
@@ -347,6 +346,15 @@ func setFamilies(s *corev1.Service, want *desired.Import) (changed, recreate boo
 func setTraffic(s *corev1.Service, t desired.Traffic) {
 	s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
 	s.Spec.InternalTrafficPolicy, s.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
+}
+
+// setLabels sets labels on s; others' labels stay.
+func setLabels(s *corev1.Service, labels map[string]string) {
+	s.Labels = maps.Clone(s.Labels)
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, labels)
 }
 
 func hasLabels(o metav1.Object, labels map[string]string) bool {

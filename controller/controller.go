@@ -36,6 +36,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // Options configure a Controller.
@@ -46,7 +47,10 @@ type Options struct {
 	// Namespaces limits the controller to services of these namespaces;
 	// empty: every namespace.
 	Namespaces []string
-	Workers    int
+	// Shards, when set, limits the controller to the services of the
+	// shards this replica holds; nil: every service.
+	Shards  *shards.Set
+	Workers int
 	// MemberInFlight bounds the services whose writes are under way in
 	// one member at once (fanout.go); 0: no bound.
 	MemberInFlight int
@@ -250,9 +254,15 @@ func (c *Controller) inScope(namespace string) bool {
 	return len(c.opts.Namespaces) == 0 || slices.Contains(c.opts.Namespaces, namespace)
 }
 
-func (c *Controller) inScopeKey(key string) bool {
-	ns, _, err := cache.SplitMetaNamespaceKey(key)
-	return err == nil && c.inScope(ns)
+// mine reports whether service namespace/name is this replica's to sync:
+// of a namespace synced, and of a shard it holds.
+func (c *Controller) mine(namespace, name string) bool {
+	return c.inScope(namespace) && (c.opts.Shards == nil || c.opts.Shards.Owns(namespace, name))
+}
+
+func (c *Controller) mineKey(key string) bool {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	return err == nil && c.mine(ns, name)
 }
 
 // retireCleaned lets a retiring member go once it holds nothing the
@@ -261,14 +271,14 @@ func (c *Controller) inScopeKey(key string) bool {
 // the member empty.
 func (c *Controller) retireCleaned() {
 	for _, m := range c.opts.Members.List() {
-		if m.Retiring() && !slices.ContainsFunc(m.ManagedKeys(), c.inScopeKey) {
+		if m.Retiring() && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey) {
 			c.opts.Members.Retired(m.Name)
 		}
 	}
 }
 
 func (c *Controller) enqueue(namespace, name string) {
-	if c.inScope(namespace) {
+	if c.mine(namespace, name) {
 		c.queue.Add(namespace + "/" + name)
 	}
 }
@@ -323,7 +333,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 		return
 	}
 	svc := labels[discoveryv1.LabelServiceName]
-	if svc == "" || !c.relevant(a.namespace, svc) {
+	if svc == "" || !c.mine(a.namespace, svc) || !c.relevant(a.namespace, svc) {
 		return
 	}
 	c.seen.LoadOrStore(a.namespace+"/"+svc, time.Now())
@@ -377,6 +387,9 @@ func (c *Controller) member(name string) *members.Member {
 // that a member holds an object of the controller's for.
 func (c *Controller) enqueueAll() { c.enqueueAllAfter(0) }
 
+// Resync queues every service: those of the shards just held too.
+func (c *Controller) Resync() { c.enqueueAll() }
+
 func (c *Controller) enqueueAllAfter(delay time.Duration) {
 	keys := c.hub.keys()
 	for _, m := range c.opts.Members.List() {
@@ -386,7 +399,7 @@ func (c *Controller) enqueueAllAfter(delay time.Duration) {
 	}
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
-		if ns, _, err := cache.SplitMetaNamespaceKey(k); err == nil && c.inScope(ns) {
+		if c.mineKey(k) {
 			c.queue.AddAfter(k, delay)
 		}
 	}

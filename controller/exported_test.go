@@ -12,6 +12,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // The oldest export's exportedLabels and exportedAnnotations are the
@@ -19,7 +20,7 @@ import (
 // newer export whose differ says LabelsConflict; a change is one update.
 func TestExportedLabelsAndAnnotations(t *testing.T) {
 	older := export("foo", t0)
-	older.Spec.ExportedLabels = map[string]string{"team": "a", api.LabelManagedBy: "someone-else"}
+	older.Spec.ExportedLabels = map[string]string{"team": "a", api.LabelManagedBy: "someone-else", api.LabelBucket: "99"}
 	older.Spec.ExportedAnnotations = map[string]string{"note": "x", api.AnnotationStrategy: "LocalFirst"}
 	newer := export("foo", t0.Add(time.Hour))
 	newer.Spec.ExportedLabels = map[string]string{"team": "b"}
@@ -31,7 +32,7 @@ func TestExportedLabelsAndAnnotations(t *testing.T) {
 	})
 	f.sync("demo/foo")
 	imp := f.importOf(m3, "foo")
-	if want := map[string]string{"team": "a", api.LabelManagedBy: api.ManagedBy}; !maps.Equal(imp.Labels, want) {
+	if want := map[string]string{"team": "a", api.LabelManagedBy: api.ManagedBy, api.LabelBucket: shards.Label(ns, "foo")}; !maps.Equal(imp.Labels, want) {
 		t.Errorf("import labels %v, want %v", imp.Labels, want)
 	}
 	if want := map[string]string{"note": "x"}; !maps.Equal(imp.Annotations, want) {

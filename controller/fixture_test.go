@@ -170,6 +170,7 @@ func (f *fixture) start() {
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
 		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, Namespaces: f.opts.Namespaces,
+		Selector: f.selector(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,15 @@ func (f *fixture) start() {
 	if ok, pending := reg.Settled(); !ok {
 		t.Fatalf("members not settled: %s", pending)
 	}
+}
+
+// selector is the registry's label selector: the shards' when the
+// controller holds some.
+func (f *fixture) selector() func() string {
+	if f.opts.Shards == nil {
+		return nil
+	}
+	return f.opts.Shards.Selector
 }
 
 // serveCRD makes the hub serve MultiClusterServices, as installing the

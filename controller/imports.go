@@ -16,6 +16,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // ServiceImports are written in the version the member serves
@@ -35,7 +36,7 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 	imp := &mcsv1b1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
 	}
-	w.setImportSpec(imp, plan, nil)
+	w.setImportSpec(imp, plan, nil) // labels it whole
 	if err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
 		return w.m.ServiceImports(w.namespace).Create(ctx, imp)
 	}); err != nil {
@@ -169,6 +170,7 @@ func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 		imp.Labels = map[string]string{}
 	}
 	imp.Labels[api.LabelManagedBy] = api.ManagedBy
+	imp.Labels[api.LabelBucket] = shards.Label(imp.Namespace, imp.Name)
 	imp.Annotations = maps.Clone(plan.Import.Annotations)
 	if plan.Native != nil {
 		if imp.Annotations == nil {

@@ -21,13 +21,12 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // -logging-format=json
@@ -41,6 +40,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/controller"
 	"github.com/coredns-mcs/coredns-mcs/controller/leases"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // version is set at link time (-ldflags -X main.version=…).
@@ -49,7 +49,7 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
-	workers, maxObjects, memberInFlight                    int
+	workers, maxObjects, memberInFlight, shards            int
 	qps                                                    float64
 	burst                                                  int
 	leaderElect, allowInsecureMemberTLS                    bool
@@ -79,7 +79,8 @@ func parseFlags() *flags {
 	fs.Float64Var(&f.qps, "kube-api-qps", 1000, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes; --member-max-in-flight bounds the load)")
 	fs.IntVar(&f.burst, "kube-api-burst", 2000, "burst of queries to each cluster's API server")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's profiles under /debug/pprof/ on --http-address")
-	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease on the hub")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect the active replica of each shard through a Lease on the hub")
+	fs.IntVar(&f.shards, "shards", 1, "shards the services are split into, each synced by the replica holding its Lease (docs/scaling.md); the same on every replica")
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over an unrenewed leadership")
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading")
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leadership is tried and renewed")
@@ -137,6 +138,9 @@ func run(f *flags) error {
 	if f.sourceLeaseRenew >= f.sourceLeaseDuration {
 		return fmt.Errorf("--source-lease-renew (%s) must be shorter than --source-lease-duration (%s)", f.sourceLeaseRenew, f.sourceLeaseDuration)
 	}
+	if err := shards.Valid(f.shards); err != nil {
+		return err
+	}
 	hubRC, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("hub: --kubeconfig %q: %w", f.kubeconfig, err)
@@ -156,7 +160,9 @@ func run(f *flags) error {
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: hubKube.CoreV1().Events("")})
 	// Before campaigning: a --clusters-kubeconfig that cannot be used fails
 	// the start, rather than a leader that holds the lead and does nothing.
+	set := shards.NewSet(f.shards)
 	reg, err := members.NewRegistry(members.Options{
+		Selector:   set.Selector,
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
 		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects, Namespaces: split(f.watchNamespaces),
@@ -172,24 +178,58 @@ func run(f *flags) error {
 	srv := serve(f.httpAddress, &ready, f.profiling)
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 
+	// taken gets each shard once its Lease is held, and set wants it.
+	taken := make(chan int, f.shards)
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, StaleAfter: f.sourceLeaseDuration,
+			Namespace: f.namespace, AllowExport: f.allowExport, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
 		var wg sync.WaitGroup
 		wg.Go(func() { reg.Run(ctx, c.Handlers()) })
-		wg.Go(func() { renewer.Run(ctx) })
+		wg.Go(func() {
+			hold(ctx, taken, set, reg, c, func() { wg.Go(func() { renewer.Run(ctx) }) })
+		})
 		err := c.Run(ctx)
 		wg.Wait()
 		return err
 	}
 	if !f.leaderElect {
+		for i := range f.shards {
+			set.Want(i)
+			taken <- i
+		}
 		return work(ctx)
 	}
-	return leaderElect(ctx, f, hubKube, work)
+	return leaderElect(ctx, f, hubKube, set, taken, work)
+}
+
+// hold makes each shard taken this replica's: once every member's
+// informers list its objects, its services are synced. The holder of shard
+// 0 renews the Leases source-<cluster>, by renew.
+func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.Registry, c *controller.Controller, renew func()) {
+	for {
+		var i int
+		select {
+		case i = <-taken:
+		case <-ctx.Done():
+			return
+		}
+		if i == 0 {
+			renew()
+		}
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			return reg.Selected(set.Selector()), nil
+		})
+		if err != nil {
+			return
+		}
+		set.Hold()
+		c.Resync()
+		klog.InfoS("Syncing the services of a shard", "shard", i, "of", set.N(), "held", set.Held())
+	}
 }
 
 // restConfig loads the hub's kubeconfig, or the in-cluster config when
@@ -201,48 +241,47 @@ func restConfig(path string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
-// leaderElect runs work while this replica leads. Losing the lead ends the
-// process, so a restarted replica starts from fresh caches. Work that fails
-// releases the lead, so that a standby takes over rather than wait for a
-// leader that does nothing, and its error is returned.
-func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, work func(context.Context) error) error {
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.namespace, "mcs-controller",
-		hub.CoreV1(), hub.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity()})
-	if err != nil {
-		return err
-	}
-	// Cancelling ctx is what makes RunOrDie release the lead.
+// leaderElect campaigns for every shard's Lease, and runs work once this
+// replica holds one; set wants each shard it takes, and taken gets it.
+// Losing a shard ends the process, so a restarted replica starts from
+// fresh caches. Work that fails releases every shard, so that a standby
+// takes over rather than wait for a replica that does nothing, and its
+// error is returned.
+func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, set *shards.Set, taken chan<- int, work func(context.Context) error) error {
+	// Cancelling ctx is what releases the Leases.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started, result := make(chan struct{}), make(chan error, 1)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            "mcs-controller",
-		LeaseDuration:   f.leaseDuration,
-		RenewDeadline:   f.renewDeadline,
-		RetryPeriod:     f.retryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				close(started)
-				klog.InfoS("Leading", "identity", lock.Identity())
-				err := work(lctx)
-				result <- err
-				if err != nil {
-					cancel()
-				}
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					klog.InfoS("Lost the lead: exiting so that a fresh replica takes over", "identity", lock.Identity())
-					klog.Flush()
-					os.Exit(0)
-				}
-			},
-		},
+	start := sync.OnceFunc(func() {
+		close(started)
+		go func() {
+			err := work(ctx)
+			result <- err
+			if err != nil {
+				cancel()
+			}
+		}()
 	})
+	e := &shards.Elector{
+		Shards: f.shards, Client: hub, Namespace: f.namespace, Identity: identity(),
+		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
+		Acquired: func(i int) {
+			klog.InfoS("Leading", "shard", i, "lease", shards.LeaseName(i, f.shards), "identity", identity())
+			set.Want(i)
+			taken <- i
+			start()
+		},
+		Lost: func(i int) {
+			klog.InfoS("Lost the lead: exiting so that a fresh replica takes over", "shard", i, "identity", identity())
+			klog.Flush()
+			os.Exit(0)
+		},
+	}
+	if err := e.Run(ctx); err != nil {
+		return err
+	}
 	select {
-	case <-started: // RunOrDie does not wait for work to return
+	case <-started: // the campaigns do not wait for work to return
 		return <-result
 	default:
 		return nil

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 )
@@ -112,10 +113,10 @@ func TestJSONLogs(t *testing.T) {
 // the error, so that the process exits with it.
 func TestFailedWorkReleasesTheLead(t *testing.T) {
 	hub := k8sfake.NewSimpleClientset()
-	f := &flags{namespace: "mcs-system", leaseDuration: 2 * time.Second, renewDeadline: time.Second, retryPeriod: 100 * time.Millisecond}
+	f := &flags{namespace: "mcs-system", shards: 1, leaseDuration: 2 * time.Second, renewDeadline: time.Second, retryPeriod: 100 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() {
-		done <- leaderElect(context.Background(), f, hub, func(context.Context) error { return errors.New("no members") })
+		done <- leaderElect(context.Background(), f, hub, shards.NewSet(1), make(chan int, 1), func(context.Context) error { return errors.New("no members") })
 	}()
 	select {
 	case err := <-done:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // Input is what the caches say about one service, namespace/name.
@@ -324,7 +325,9 @@ func union(a, b []string) []string {
 // ports, headless or not; addresses are the member's to allocate.
 func propagated(hub *corev1.Service) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: hub.Namespace, Name: hub.Name, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: hub.Namespace, Name: hub.Name, Labels: map[string]string{
+			api.LabelManagedBy: api.ManagedBy, api.LabelBucket: shards.Label(hub.Namespace, hub.Name),
+		}},
 		Spec: corev1.ServiceSpec{
 			Selector: hub.Spec.Selector,
 			Ports:    slices.Clone(hub.Spec.Ports),

@@ -13,6 +13,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // importedSlices copies every source slice of the provision clusters that
@@ -73,6 +74,7 @@ func Imported(cluster, svc string, s *discoveryv1.EndpointSlice) *discoveryv1.En
 				mcsv1b1.LabelSourceCluster:   cluster,
 				discoveryv1.LabelServiceName: api.DerivedPrefix + svc,
 				discoveryv1.LabelManagedBy:   api.ManagedBy,
+				api.LabelBucket:              shards.Label(s.Namespace, svc),
 			},
 			Annotations: map[string]string{api.AnnotationSourceGeneration: strconv.FormatInt(s.Generation, 10)},
 		},

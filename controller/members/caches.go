@@ -47,6 +47,9 @@ type caches struct {
 	services, slices, exports, imports Scoped
 	namespaces                         cache.SharedIndexInformer
 	factories                          []factory
+	// selector is the label selector the Services, EndpointSlices and
+	// ServiceImports were listed with (Options.Selector).
+	selector string
 
 	done <-chan struct{} // closed once stopped
 	stop context.CancelFunc
@@ -62,7 +65,11 @@ type caches struct {
 // serves. They run until ctx ends or stop. Once they hold more than the
 // member's maxObjects (0: no bound), it overflows, once.
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
-	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces)
+	var sel string
+	if m.selector != nil {
+		sel = m.selector()
+	}
+	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, sel)
 	c.max = int64(m.maxObjects)
 	if err := c.count(m.overflow); err != nil {
 		return nil, err
@@ -90,10 +97,13 @@ type factory interface {
 
 // makeCaches makes the informers of the namespaces given (none: every
 // namespace), with the transform and the indexes the controller reads
-// them by, and starts nothing.
-func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string) *caches {
+// them by, and starts nothing. The informers of what the controller
+// writes (Services, EndpointSlices, ServiceImports) list only the objects
+// label selector sel selects; ServiceExports are the users' alone.
+func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string, sel string) *caches {
 	nf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
-	c := &caches{
+	selected := func(o *metav1.ListOptions) { o.LabelSelector = sel }
+	c := &caches{selector: sel,
 		namespaces: nf.InformerFor(&corev1.Namespace{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewNamespaceInformer(k, r, NoIndex)
 		}),
@@ -112,16 +122,16 @@ func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imp
 	}
 	c.services = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
 		return kubeIn(ns).InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredServiceInformer(k, ns, r, NoIndex, nil)
+			return coreinformers.NewFilteredServiceInformer(k, ns, r, NoIndex, selected)
 		})
 	})
 	c.slices = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
 		return kubeIn(ns).InformerFor(&discoveryv1.EndpointSlice{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}, nil)
+			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}, selected)
 		})
 	})
 	c.exports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return exportInformer(mcsIn(ns), exports, ns) })
-	c.imports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return importInformer(mcsIn(ns), imports, ns) })
+	c.imports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return importInformer(mcsIn(ns), imports, ns, selected) })
 	return c
 }
 
@@ -138,14 +148,14 @@ func exportInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion
 	})
 }
 
-func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion, ns string) cache.SharedIndexInformer {
+func importInformer(f mcsinformers.SharedInformerFactory, gv schema.GroupVersion, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 	if mcsapi.IsAlpha(gv) {
 		return f.InformerFor(&mcsv1a1.ServiceImport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
-			return alphainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, nil)
+			return alphainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, tweak)
 		})
 	}
 	return f.InformerFor(&mcsv1b1.ServiceImport{}, func(c mcsclient.Interface, r time.Duration) cache.SharedIndexInformer {
-		return betainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, nil)
+		return betainformers.NewFilteredServiceImportInformer(c, ns, r, NoIndex, tweak)
 	})
 }
 

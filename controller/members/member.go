@@ -52,6 +52,8 @@ type Member struct {
 	// namespaces are those the controller syncs, of which its informers
 	// hold the namespaced objects; none: every namespace.
 	namespaces []string
+	// selector is Options.Selector, or nil.
+	selector func() string
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -63,7 +63,7 @@ type fleet struct {
 func newFleet() *fleet {
 	f := &fleet{members: map[string]*caches{}}
 	for _, name := range []string{"member1", "member2", "member3"} {
-		f.members[name] = makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion, nil)
+		f.members[name] = makeCaches(k8sfake.NewClientset(), mcsapifake.NewSimpleClientset(), mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion, nil, "")
 	}
 	// The store of hub.go's informers: without indexes.
 	f.hub = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, NoIndex)

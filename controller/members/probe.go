@@ -74,6 +74,7 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 		// Reachable, or unreachable by checks it failed but answered: its
 		// watches kept working.
 		m.setCutOff(false)
+		err = m.reselect(ctx, h)
 	default:
 		err = m.relist(ctx, h)
 	}
@@ -179,24 +180,53 @@ const relistWait = 5 * time.Second
 // the outage. Handlers join after the swap, so no sync reads the old caches
 // for the new informers' events.
 func (m *Member) relist(ctx context.Context, h Handlers) error {
-	m.mu.Lock()
-	fresh, exports, imports := m.fresh, m.exports, m.imports
-	m.mu.Unlock()
-	if fresh == nil {
-		c, err := newCaches(ctx, m, exports, imports)
-		if err != nil {
-			return err
-		}
-		fresh = c
-		m.mu.Lock()
-		m.fresh = c
-		m.mu.Unlock()
+	fresh, err := m.freshCaches(ctx)
+	if err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, relistWait)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), fresh.synced()...) {
 		return errors.New("listing its objects afresh after it was unreachable")
 	}
+	return m.swap(fresh, h)
+}
+
+// reselect lists the member afresh when its informers were made with
+// another label selector than the registry's now (a shard taken over).
+// The old informers serve until the new ones have listed: what the
+// member holds of the shards held before stays known throughout.
+func (m *Member) reselect(ctx context.Context, h Handlers) error {
+	if c := m.current(); m.selector == nil || c == nil || c.selector == m.selector() {
+		return nil
+	}
+	fresh, err := m.freshCaches(ctx)
+	if err != nil || !fresh.hasSynced() {
+		return err // the next probe looks again
+	}
+	return m.swap(fresh, h)
+}
+
+// freshCaches are the informers being listed anew, started if none are.
+func (m *Member) freshCaches(ctx context.Context) (*caches, error) {
+	m.mu.Lock()
+	fresh, exports, imports := m.fresh, m.exports, m.imports
+	m.mu.Unlock()
+	if fresh != nil {
+		return fresh, nil
+	}
+	fresh, err := newCaches(ctx, m, exports, imports)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.fresh = fresh
+	m.mu.Unlock()
+	return fresh, nil
+}
+
+// swap puts the fresh informers in place of the old ones, which stop.
+func (m *Member) swap(fresh *caches, h Handlers) error {
 	m.mu.Lock()
 	old := m.caches
 	m.caches, m.fresh, m.cutOff = fresh, nil, false

@@ -44,6 +44,11 @@ type Options struct {
 	// to those of the namespaces the controller syncs; none: every
 	// namespace.
 	Namespaces []string
+	// Selector, when set, is the label selector of the Services,
+	// EndpointSlices and ServiceImports the members' informers list: those
+	// of the services of the shards this replica holds (controller/shards).
+	// When it changes, every member is listed afresh.
+	Selector func() string
 	// ExportNamespaces bounds, by member name, the namespaces each member
 	// may export from (--export-namespaces); a member absent here is
 	// bounded by its Secret's annotation only, if any.
@@ -101,7 +106,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 // bounded adds the operator's bounds of m: what it may export, how many
 // objects it may make the controller hold, and of which namespaces.
 func (r *Registry) bounded(m *Member) *Member {
-	m.maxObjects, m.namespaces = r.opts.MaxObjects, r.opts.Namespaces
+	m.maxObjects, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.Namespaces, r.opts.Selector
 	if namespaces, ok := r.opts.ExportNamespaces[m.Name]; ok {
 		m.bounds = append(m.bounds, bound{namespaces, "--export-namespaces"})
 	}
@@ -150,6 +155,20 @@ func (r *Registry) Settled() (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// Selected reports whether every member that can be reached has listed
+// its objects with label selector sel.
+func (r *Registry) Selected(sel string) bool {
+	for _, m := range r.List() {
+		if ok, _ := m.Reachable(); !ok {
+			continue
+		}
+		if c := m.current(); c != nil && (c.selector != sel || !c.hasSynced()) {
+			return false
+		}
+	}
+	return true
 }
 
 // Synced reports whether the registry knows its members: the Secret watch,

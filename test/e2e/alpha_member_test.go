@@ -68,7 +68,7 @@ func TestV1alpha1Member(t *testing.T) {
 		if err := alphaExportConditions(ctx, t, ns); err != nil {
 			return err
 		}
-		if err := importedFrom(ctx, t, ns, map[string][]string{hub: hubIPs, m1: m1IPs}); err != nil {
+		if err := importedFrom(ctx, t, ns, "foo", map[string][]string{hub: hubIPs, m1: m1IPs}); err != nil {
 			return err
 		}
 		return betaImportClusters(ctx, t, ns, hub, m1)
@@ -171,10 +171,10 @@ func alphaExportConditions(ctx context.Context, t *testing.T, ns string) error {
 	return nil
 }
 
-// importedFrom fails unless member2's imported slices of foo hold, per
-// source cluster, exactly want's addresses.
-func importedFrom(ctx context.Context, t *testing.T, ns string, want map[string][]string) error {
-	list, err := labtest.Get(t).Client(t, m2).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName + "=foo"})
+// importedFrom fails unless member2's imported slices of service name
+// hold, per source cluster, exactly want's addresses.
+func importedFrom(ctx context.Context, t *testing.T, ns, name string, want map[string][]string) error {
+	list, err := labtest.Get(t).Client(t, m2).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName + "=" + name})
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func ownNamespace(ns string) string { return ns + "-mcs" }
 func runController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
 	l := labtest.Get(t)
-	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "api", "cmd/mcs-controller")
+	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "controller/shards", "api", "cmd/mcs-controller")
 	p, addr := labtest.StartController(t, bin, append([]string{
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
 		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s",
