@@ -34,10 +34,10 @@ func LeaseName(i, n int) string {
 // that the others take theirs first. A replica started after the others
 // took every shard stands by.
 type Elector struct {
-	Shards    int
-	Client    kubernetes.Interface
-	Namespace string
-	Identity  string
+	Shards                                    int
+	Client                                    kubernetes.Interface
+	Namespace                                 string
+	Identity                                  string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Acquired is called with each shard this replica takes.
 	Acquired func(shard int)
