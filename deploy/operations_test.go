@@ -5,17 +5,22 @@ package deploy_test
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // withComponents are the examples that add deploy/components to an overlay,
@@ -231,4 +236,45 @@ func checkMonitor(t *testing.T, m *unstructured.Unstructured, namespace string, 
 	if len(scraped) == 0 || slices.ContainsFunc(scraped, func(p string) bool { return !slices.Contains(targetPorts, p) }) {
 		t.Errorf("%s %s scrapes ports %v; its targets have %v", m.GetKind(), m.GetName(), scraped, targetPorts)
 	}
+}
+
+// The shards component runs as many replicas as shards, and its Role lets
+// the controller campaign for the Lease of every shard its --shards asks
+// for; the base overlay keeps the one Lease of a controller without shards.
+func TestShardsComponentGrantsEveryLease(t *testing.T) {
+	for dir, wantShards := range map[string]int{"overlays/hub": 1, "examples/hub-with-components": 4} {
+		objs := render(t, dir)
+		d := typed[appsv1.Deployment](t, objs, "Deployment", "mcs-controller")
+		n := 1
+		for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(arg, "--shards="); ok {
+				var err error
+				if n, err = strconv.Atoi(v); err != nil {
+					t.Fatalf("%s: %s: %v", dir, arg, err)
+				}
+			}
+		}
+		if n != wantShards || (n > 1 && int(*d.Spec.Replicas) != n) {
+			t.Errorf("%s: %d shards over %d replicas, want %d shards, a replica each", dir, n, *d.Spec.Replicas, wantShards)
+		}
+		role := typed[rbacv1.Role](t, objs, "Role", "mcs-controller")
+		for i := range n {
+			if lease := shards.LeaseName(i, n); !grants(role, lease, "get", "update") {
+				t.Errorf("%s: the Role does not let the controller get and update the Lease %s", dir, lease)
+			}
+		}
+	}
+}
+
+// grants reports whether the Role grants verbs on the Lease name.
+func grants(role *rbacv1.Role, name string, verbs ...string) bool {
+	for _, verb := range verbs {
+		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, "coordination.k8s.io") && slices.Contains(r.Resources, "leases") &&
+				slices.Contains(r.Verbs, verb) && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name))
+		}) {
+			return false
+		}
+	}
+	return true
 }

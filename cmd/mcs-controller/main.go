@@ -206,6 +206,11 @@ func run(f *flags) error {
 	return leaderElect(ctx, f, hubKube, set, taken, work)
 }
 
+// listShardTimeout bounds the wait for the members to list a shard taken:
+// a member whose list takes longer holds up the shard's other members no
+// more; its writes may then fail, and be retried, until it has listed.
+const listShardTimeout = 30 * time.Second
+
 // hold makes each shard taken this replica's: once every member's
 // informers list its objects, its services are synced. The holder of shard
 // 0 renews the Leases source-<cluster>, by renew.
@@ -220,11 +225,14 @@ func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.R
 		if i == 0 {
 			renew()
 		}
-		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, listShardTimeout, true, func(context.Context) (bool, error) {
 			return reg.Selected(set.Selector()), nil
 		})
-		if err != nil {
+		if ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			klog.InfoS("Syncing a shard before every member listed its objects", "shard", i, "waited", listShardTimeout)
 		}
 		set.Hold()
 		c.Resync()
