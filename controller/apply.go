@@ -80,7 +80,7 @@ func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
 			}
 		}
 	}
-	return slices.ContainsFunc(w.m.SlicesOf(members.ByImportedService, w.namespace, name), func(s *discoveryv1.EndpointSlice) bool {
+	return slices.ContainsFunc(w.m.ImportedSlices(w.namespace, name), func(s *discoveryv1.EndpointSlice) bool {
 		return plan.IsUnknown(s.Labels[mcsv1b1.LabelSourceCluster])
 	})
 }
@@ -411,7 +411,7 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 		errs = append(errs, err)
 		wrote = wrote || changed
 	}
-	for _, have := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
+	for _, have := range w.m.ImportedSlices(w.namespace, name) {
 		have := w.slice(have.Name)
 		switch {
 		case have == nil || want[have.Name]:
@@ -477,7 +477,7 @@ func (w *writer) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) 
 // remove deletes what the controller made for the service in a member that
 // no longer consumes it. A user's ServiceImport stays, emptied.
 func (w *writer) remove(ctx context.Context, name string) error {
-	for _, s := range w.m.SlicesOf(members.ByImportedService, w.namespace, name) {
+	for _, s := range w.m.ImportedSlices(w.namespace, name) {
 		if s := w.slice(s.Name); s != nil {
 			if err := w.deleteSlice(ctx, s); err != nil {
 				return err

@@ -128,7 +128,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			Stale:      stale,
 			Service:    m.Service(namespace, name),
 			Export:     m.Export(namespace, name),
-			Slices:     m.SlicesOf(members.BySourceService, namespace, name),
+			Slices:     m.SourceSlices(namespace, name),
 			NotAllowed: m.NotAllowed(namespace),
 		}
 	}

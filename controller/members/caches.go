@@ -30,13 +30,12 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 )
 
-// Indexes of the EndpointSlice informer, by namespace/service.
-const (
-	// BySourceService: the member's own slices of a service.
-	BySourceService = "source-service"
-	// ByImportedService: slices mcs-controller imported for a service.
-	ByImportedService = "imported-service"
-)
+// byService indexes the EndpointSlice informer by namespace/service: a
+// member's own slices of a service and those mcs-controller imported for
+// it under one value, told apart by class (ours) when read. One index of
+// both costs a set less for every service a member both provides and
+// consumes: client-go keeps a set per value.
+const byService = "service"
 
 // caches are the informers of one member, started and stopped together:
 // its Namespaces, and its Services, EndpointSlices, ServiceExports and
@@ -127,7 +126,7 @@ func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imp
 	})
 	c.slices = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
 		return kubeIn(ns).InformerFor(&discoveryv1.EndpointSlice{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{BySourceService: sourceServiceIndex, ByImportedService: importedServiceIndex}, selected)
+			return discoveryinformers.NewFilteredEndpointSliceInformer(k, ns, r, cache.Indexers{byService: serviceIndex}, selected)
 		})
 	})
 	c.exports = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer { return exportInformer(mcsIn(ns), exports, ns) })
@@ -227,26 +226,21 @@ func served(m *Member, resource string) (schema.GroupVersion, error) {
 	return gv, err
 }
 
-// The indexes read a slice's labels, which a packed one decodes.
-
-func sourceServiceIndex(obj any) ([]string, error) {
+// serviceIndex files a slice under its service: kubernetes.io/service-name
+// for a member's own, multicluster.kubernetes.io/service-name for one the
+// controller imported. It reads the labels, which a packed slice decodes.
+func serviceIndex(obj any) ([]string, error) {
 	s, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, nil
 	}
-	if l := s.GetLabels(); l[discoveryv1.LabelManagedBy] != api.ManagedBy && l[discoveryv1.LabelServiceName] != "" {
-		return []string{s.GetNamespace() + "/" + l[discoveryv1.LabelServiceName]}, nil
+	l := s.GetLabels()
+	svc := l[discoveryv1.LabelServiceName]
+	if l[discoveryv1.LabelManagedBy] == api.ManagedBy {
+		svc = l[mcsv1b1.LabelServiceName]
 	}
-	return nil, nil
-}
-
-func importedServiceIndex(obj any) ([]string, error) {
-	s, ok := obj.(metav1.Object)
-	if !ok {
+	if svc == "" {
 		return nil, nil
 	}
-	if l := s.GetLabels(); l[discoveryv1.LabelManagedBy] == api.ManagedBy && l[mcsv1b1.LabelServiceName] != "" {
-		return []string{s.GetNamespace() + "/" + l[mcsv1b1.LabelServiceName]}, nil
-	}
-	return nil, nil
+	return []string{s.GetNamespace() + "/" + svc}, nil
 }

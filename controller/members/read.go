@@ -71,25 +71,48 @@ func get[T any](m *Member, pick func(*caches) Scoped, namespace, name string) *T
 	return t
 }
 
-// SlicesOf lists the member's slices of service namespace/name by index
-// (BySourceService or ByImportedService), sorted by name.
-func (m *Member) SlicesOf(index, namespace, name string) []*discoveryv1.EndpointSlice {
-	c := m.current()
-	if c == nil || c.slices.Of(namespace) == nil {
-		return nil
-	}
-	objs, err := c.slices.Of(namespace).GetIndexer().ByIndex(index, namespace+"/"+name)
-	if err != nil {
-		return nil
-	}
-	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
+// SourceSlices lists the member's own slices of service namespace/name,
+// sorted by name.
+func (m *Member) SourceSlices(namespace, name string) []*discoveryv1.EndpointSlice {
+	return m.slicesOf(namespace, name, false)
+}
+
+// ImportedSlices lists the slices the controller imported into the member
+// for service namespace/name, sorted by name.
+func (m *Member) ImportedSlices(namespace, name string) []*discoveryv1.EndpointSlice {
+	return m.slicesOf(namespace, name, true)
+}
+
+func (m *Member) slicesOf(namespace, name string, imported bool) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, o := range m.indexed(namespace + "/" + name) {
+		if ours(o) != imported {
+			continue
+		}
 		if s, ok := Unpacked(o).(*discoveryv1.EndpointSlice); ok {
 			out = append(out, s)
 		}
 	}
 	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// indexed is the member's slices filed under service key, packed.
+func (m *Member) indexed(key string) []any {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	ns, _, _ := strings.Cut(key, "/")
+	inf := c.slices.Of(ns)
+	if inf == nil {
+		return nil
+	}
+	objs, err := inf.GetIndexer().ByIndex(byService, key)
+	if err != nil {
+		return nil
+	}
+	return objs
 }
 
 // ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
@@ -115,7 +138,7 @@ func keys(m *Member, pick func(*caches) Scoped) []string {
 // wrote for service namespace/name: an imported slice, the derived or a
 // propagated Service, or a ServiceImport it made or filled.
 func (m *Member) Holds(namespace, name string) bool {
-	if len(m.SlicesOf(ByImportedService, namespace, name)) > 0 {
+	if slices.ContainsFunc(m.indexed(namespace+"/"+name), ours) {
 		return true
 	}
 	for _, s := range []*corev1.Service{m.Service(namespace, name), m.Service(namespace, api.DerivedPrefix+name)} {
@@ -144,7 +167,11 @@ func (m *Member) ManagedKeys() []string {
 	}
 	var keys []string
 	for _, inf := range c.slices {
-		keys = append(keys, inf.GetIndexer().ListIndexFuncValues(ByImportedService)...)
+		for _, k := range inf.GetIndexer().ListIndexFuncValues(byService) {
+			if slices.ContainsFunc(m.indexed(k), ours) {
+				keys = append(keys, k)
+			}
+		}
 	}
 	keys = append(keys, oursKeys(c.services, api.DerivedPrefix)...)
 	keys = append(keys, oursKeys(c.imports, "")...)
