@@ -226,15 +226,16 @@ func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.R
 			renew()
 		}
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, listShardTimeout, true, func(context.Context) (bool, error) {
-			return reg.Selected(set.Selector()), nil
+			sel := set.Selector()
+			return reg.Selected(sel) && set.HoldSelected(sel), nil
 		})
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			klog.InfoS("Syncing a shard before every member listed its objects", "shard", i, "waited", listShardTimeout)
+			set.Hold()
 		}
-		set.Hold()
 		c.Resync()
 		klog.InfoS("Syncing the services of a shard", "shard", i, "of", set.N(), "held", set.Held())
 	}

@@ -60,8 +60,20 @@ func (s *Set) N() int { return s.n }
 // Want adds shard i to those the informers list.
 func (s *Set) Want(i int) { s.want.Or(1 << i) }
 
-// Hold makes the shards wanted held, once the informers list them.
+// Hold makes the shards wanted held, listed or not.
 func (s *Set) Hold() { s.holder.Store(s.want.Load()) }
+
+// HoldSelected makes the shards wanted held if sel is still their
+// selector: the informers list them once listed with sel. False when a
+// shard was wanted since.
+func (s *Set) HoldSelected(sel string) bool {
+	want := s.want.Load()
+	if s.selectorOf(want) != sel {
+		return false
+	}
+	s.holder.Store(want)
+	return true
+}
 
 // Held is how many shards are held.
 func (s *Set) Held() int { return bits.OnesCount64(s.holder.Load()) }
@@ -78,8 +90,9 @@ func (s *Set) Owns(namespace, name string) bool {
 // but those of the buckets of shards not wanted. Objects without the
 // label (the members' own, or the controller's written before it had
 // one) are listed by every replica. "" when every shard is wanted.
-func (s *Set) Selector() string {
-	want := s.want.Load()
+func (s *Set) Selector() string { return s.selectorOf(s.want.Load()) }
+
+func (s *Set) selectorOf(want uint64) string {
 	var others []string
 	for b := range Buckets {
 		if want&(1<<(b%s.n)) == 0 {

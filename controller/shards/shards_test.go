@@ -39,9 +39,16 @@ func TestSelectorSelectsTheShardsWanted(t *testing.T) {
 				t.Errorf("%d shards: %s owned before its shard is held", n, name)
 			}
 		}
-		s.Hold()
-		if !s.Holds(n-1) || s.Held() != 1 {
-			t.Errorf("%d shards: holds %d shards, want shard %d", n, s.Held(), n-1)
+		listed := s.Selector()
+		if n > 1 {
+			s.Want(0)
+			if s.HoldSelected(listed) || s.Held() != 0 {
+				t.Errorf("%d shards: shards held by a selector that is no longer theirs", n)
+			}
+			listed = s.Selector()
+		}
+		if !s.HoldSelected(listed) || !s.Holds(n-1) || s.Held() != min(n, 2) {
+			t.Errorf("%d shards: holds %d shards, want shards 0 and %d", n, s.Held(), n-1)
 		}
 	}
 	all := NewSet(2)

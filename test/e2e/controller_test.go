@@ -40,7 +40,7 @@ const converge = 60 * time.Second
 // controller is a running bin/mcs-controller.
 type controller struct {
 	*process.Process
-	metricsURL string
+	addr, metricsURL string
 }
 
 // startController runs bin/mcs-controller against the lab's hub and members,
@@ -50,9 +50,23 @@ type controller struct {
 // exported.
 func startController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
+	return startReplicas(t, ns, 1, args...)[0]
+}
+
+// startReplicas is startController for n replicas started at once, as a
+// Deployment's are, and waits until every one is ready.
+func startReplicas(t *testing.T, ns string, n int, args ...string) []*controller {
+	t.Helper()
 	labtest.Get(t).InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
 	labtest.Get(t).NamedNamespace(t, ownNamespace(ns), labtest.Hub)
-	return runController(t, ns, args...)
+	var out []*controller
+	for range n {
+		out = append(out, launchController(t, ns, args...))
+	}
+	for _, c := range out {
+		c.waitReady(t)
+	}
+	return out
 }
 
 func ownNamespace(ns string) string { return ns + "-mcs" }
@@ -61,16 +75,30 @@ func ownNamespace(ns string) string { return ns + "-mcs" }
 // starts a controller while the hub is away.
 func runController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
+	c := launchController(t, ns, args...)
+	c.waitReady(t)
+	return c
+}
+
+// launchController starts bin/mcs-controller as runController does, and
+// does not wait.
+func launchController(t *testing.T, ns string, args ...string) *controller {
+	t.Helper()
 	l := labtest.Get(t)
 	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "controller/shards", "api", "cmd/mcs-controller")
 	p, addr := labtest.StartController(t, bin, append([]string{
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
 		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s",
 	}, args...)...)
-	if err := p.WaitFor(t.Context(), converge, process.HTTPOK("http://"+addr+"/readyz")); err != nil {
+	return &controller{Process: p, addr: addr, metricsURL: "http://" + addr + "/metrics"}
+}
+
+// waitReady waits until the controller's /readyz says ready.
+func (c *controller) waitReady(t *testing.T) {
+	t.Helper()
+	if err := c.WaitFor(t.Context(), converge, process.HTTPOK("http://"+c.addr+"/readyz")); err != nil {
 		t.Fatal(err)
 	}
-	return &controller{Process: p, metricsURL: "http://" + addr + "/metrics"}
 }
 
 // member2DNS runs coredns-mcs for member2: a block answering VIPs (ttl 5)

@@ -30,16 +30,11 @@ const manyServices = 1000
 func TestKilledMidSync(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub, m1, m2)
-	var inM1, onHub []runtime.Object
+	var w sliceWorld
 	for i := range manyServices {
-		name := fmt.Sprintf("svc-%d", i)
-		svc := labtest.Service(ns, name, false)
-		svc.Spec.Selector = nil // the test writes its slice
-		inM1 = append(inM1, svc, oneEndpointSlice(ns, name, fmt.Sprintf("10.10.%d.%d", 100+i/250, i%250+1)))
-		onHub = append(onHub, labtest.MultiClusterService(ns, name, api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+		w.add(ns, fmt.Sprintf("svc-%d", i), fmt.Sprintf("10.10.%d.%d", 100+i/250, i%250+1))
 	}
-	l.ApplyMany(t, m1, inM1...)
-	l.ApplyMany(t, labtest.Hub, onHub...)
+	w.apply(t)
 
 	first := startController(t, ns)
 	labtest.Eventually(t, converge, func(ctx context.Context) error {
@@ -119,6 +114,24 @@ func count(ctx context.Context, t *testing.T, what, ns string) (int, error) {
 		return len(list.Items), nil
 	}
 	return 0, fmt.Errorf("count: nothing called %q", what)
+}
+
+// sliceWorld is services member1 provides to member2 through
+// MultiClusterServices, each a Service without selector and one slice of
+// one endpoint, which the test writes.
+type sliceWorld struct{ inM1, onHub []runtime.Object }
+
+func (w *sliceWorld) add(ns, name, addr string) {
+	svc := labtest.Service(ns, name, false)
+	svc.Spec.Selector = nil
+	w.inM1 = append(w.inM1, svc, oneEndpointSlice(ns, name, addr))
+	w.onHub = append(w.onHub, labtest.MultiClusterService(ns, name, api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+}
+
+func (w *sliceWorld) apply(t *testing.T) {
+	t.Helper()
+	labtest.Get(t).ApplyMany(t, m1, w.inM1...)
+	labtest.Get(t).ApplyMany(t, labtest.Hub, w.onHub...)
 }
 
 // oneEndpointSlice is service name's slice with one ready endpoint, as a

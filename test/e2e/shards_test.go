@@ -10,10 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
-	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
@@ -30,7 +28,7 @@ func TestTwoShards(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub, m1, m2)
 	byShard := [2][]string{}
-	var inM1, onHub []runtime.Object
+	var w sliceWorld
 	for i := 0; len(byShard[0]) < servicesPerShard || len(byShard[1]) < servicesPerShard; i++ {
 		name := fmt.Sprintf("svc-%d", i)
 		shard := shards.Bucket(ns, name) % 2
@@ -38,15 +36,11 @@ func TestTwoShards(t *testing.T) {
 			continue
 		}
 		byShard[shard] = append(byShard[shard], name)
-		svc := labtest.Service(ns, name, false)
-		svc.Spec.Selector = nil // the test writes its slice
-		inM1 = append(inM1, svc, oneEndpointSlice(ns, name, fmt.Sprintf("10.10.0.%d", i+1)))
-		onHub = append(onHub, labtest.MultiClusterService(ns, name, api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
+		w.add(ns, name, fmt.Sprintf("10.10.0.%d", i+1))
 	}
 	args := append([]string{"--shards", "2"}, fastLeader...)
-	replicas := []*controller{startController(t, ns, args...), startController(t, ns, args...)}
-	l.ApplyMany(t, m1, inM1...)
-	l.ApplyMany(t, labtest.Hub, onHub...)
+	replicas := startReplicas(t, ns, 2, args...)
+	w.apply(t)
 	labtest.Eventually(t, converge, func(ctx context.Context) error {
 		if n, err := count(ctx, t, "imported slices", ns); err != nil || n != 2*servicesPerShard {
 			return fmt.Errorf("member2 has %d imported slices (%v), want %d", n, err, 2*servicesPerShard)
