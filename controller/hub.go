@@ -107,13 +107,17 @@ func (h *hubMCS) get(namespace, name string) *v1alpha1.MultiClusterService {
 	return m
 }
 
-// has reports whether the hub has MultiClusterService namespace/name,
-// decoding nothing.
-func (h *hubMCS) has(namespace, name string) bool {
+// cached is the hub's MultiClusterService namespace/name as its informer
+// holds it, packed, or nil.
+func (h *hubMCS) cached(namespace, name string) any {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.informers.Get(namespace, name) != nil
+	return h.informers.Get(namespace, name)
 }
+
+// has reports whether the hub has MultiClusterService namespace/name,
+// decoding nothing.
+func (h *hubMCS) has(namespace, name string) bool { return h.cached(namespace, name) != nil }
 
 // keys lists every MultiClusterService's namespace/name.
 func (h *hubMCS) keys() []string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -65,6 +66,26 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	return out.err()
 }
 
+// keptValid is what lastValid keeps of a valid MultiClusterService: the
+// hub cache's packed object when it is that very version, which costs
+// nothing while it stays the cache's, else a copy of its spec. The sync's
+// own decoded copy, kept for a fleet's thousands, would cost megabytes.
+func (c *Controller) keptValid(m *v1alpha1.MultiClusterService) any {
+	if o, ok := c.hub.cached(m.Namespace, m.Name).(metav1.Object); ok && o.GetResourceVersion() == m.ResourceVersion {
+		return o
+	}
+	spec := m.Spec
+	return &spec
+}
+
+// validSpec is the spec keptValid kept, the caller's own.
+func validSpec(kept any) v1alpha1.MultiClusterServiceSpec {
+	if m, ok := members.Unpacked(kept).(*v1alpha1.MultiClusterService); ok {
+		return m.Spec // decoded afresh
+	}
+	return *kept.(*v1alpha1.MultiClusterServiceSpec).DeepCopy()
+}
+
 // hubMCSOf is the MultiClusterService as the hub's informer has it, or as
 // this controller last wrote it if that is newer (tracker.go).
 func (c *Controller) hubMCSOf(namespace, name string) *v1alpha1.MultiClusterService {
@@ -81,10 +102,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 	case in.MCS == nil:
 		c.lastValid.Delete(key)
 	case plan.Invalid == "":
-		// The spec alone: the object is the sync's own decoded copy, and
-		// a fleet's thousands of them would stay held.
-		spec := in.MCS.Spec
-		c.lastValid.Store(key, &spec)
+		c.lastValid.Store(key, c.keptValid(in.MCS))
 	default:
 		last, ok := c.lastValid.Load(key)
 		if !ok {
@@ -92,7 +110,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 		}
 		prev := *in
 		prev.MCS = in.MCS.DeepCopy()
-		prev.MCS.Spec = *last.(*v1alpha1.MultiClusterServiceSpec).DeepCopy()
+		prev.MCS.Spec = validSpec(last)
 		if p := desired.Compute(&prev); p.Invalid == "" {
 			return p
 		}

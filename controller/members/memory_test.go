@@ -27,9 +27,10 @@ import (
 
 // What the controller holds of a fleet, per cached object: the scale
 // fixture of make bench (test/bench/propagation -headless -consumers
-// member2,member3). Per service: member1's Service and EndpointSlice; in
-// member2 and member3, the ServiceImport, derived-<svc> and the imported
-// slice; on the hub, the MultiClusterService. testdata/fleet holds one of
+// member2 -join member3). Per service: member1's Service and EndpointSlice;
+// in member1 (the provider imports too, RemoteAndLocal), member2 and
+// member3, the ServiceImport, derived-<svc> and the imported slice; on the
+// hub, the MultiClusterService. testdata/fleet holds one of
 // each as the lab's API servers returned them (managedFields, uid,
 // resourceVersion, status and all); every service's copy is rendered from
 // it, sent as an API server sends it (protobuf for built-in types, JSON for
@@ -48,9 +49,9 @@ type fleetObject struct {
 var fleetObjects = []fleetObject{
 	{"source-service.json", []string{"member1"}},
 	{"source-slice.json", []string{"member1"}},
-	{"service-import.json", []string{"member2", "member3"}},
-	{"derived-service.json", []string{"member2", "member3"}},
-	{"imported-slice.json", []string{"member2", "member3"}},
+	{"service-import.json", []string{"member1", "member2", "member3"}},
+	{"derived-service.json", []string{"member1", "member2", "member3"}},
+	{"imported-slice.json", []string{"member1", "member2", "member3"}},
 	{"multiclusterservice.json", []string{"hub"}},
 }
 
