@@ -86,7 +86,10 @@ func splitAndTakeOver(t *testing.T, a, b string) {
 	elector := func(identity string) *Elector {
 		return &Elector{
 			Shards: 2, Client: hub, Namespace: "mcs-system", Identity: identity,
-			LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond,
+			// Renewals have a second to land: the fake answers in
+			// microseconds, a busy machine under -race may not run them for
+			// a while.
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond,
 			Acquired: func(i int) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -117,7 +120,7 @@ func splitAndTakeOver(t *testing.T, a, b string) {
 		t.Fatalf("%s holds %v and %s %v, want one shard each", a, shardsOf(a), b, shardsOf(b))
 	}
 	// Past a lease duration, neither takes the other's.
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	if len(shardsOf(a)) != 1 || len(shardsOf(b)) != 1 {
 		t.Fatalf("%s holds %v and %s %v, want one shard each still", a, shardsOf(a), b, shardsOf(b))
 	}
