@@ -64,11 +64,7 @@ type caches struct {
 // serves. They run until ctx ends or stop. Once they hold more than the
 // member's maxObjects (0: no bound), it overflows, once.
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
-	var sel string
-	if m.selector != nil {
-		sel = m.selector()
-	}
-	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, sel)
+	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, m.wantedSelector())
 	c.max = int64(m.maxObjects)
 	if err := c.count(m.overflow); err != nil {
 		return nil, err

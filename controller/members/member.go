@@ -173,6 +173,15 @@ func (m *Member) Err() error {
 	return nil
 }
 
+// wantedSelector is the label selector the member's informers should list
+// with now: the registry's, "" without one.
+func (m *Member) wantedSelector() string {
+	if m.selector == nil {
+		return ""
+	}
+	return m.selector()
+}
+
 // current is the member's caches, nil before its informers started.
 func (m *Member) current() *caches {
 	m.mu.RLock()

@@ -197,7 +197,7 @@ func (m *Member) relist(ctx context.Context, h Handlers) error {
 // The old informers serve until the new ones have listed: what the
 // member holds of the shards held before stays known throughout.
 func (m *Member) reselect(ctx context.Context, h Handlers) error {
-	if c := m.current(); m.selector == nil || c == nil || c.selector == m.selector() {
+	if c := m.current(); c == nil || c.selector == m.wantedSelector() {
 		return nil
 	}
 	fresh, err := m.freshCaches(ctx)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -104,7 +105,11 @@ func (m *Member) indexed(key string) []any {
 		return nil
 	}
 	ns, _, _ := strings.Cut(key, "/")
-	inf := c.slices.Of(ns)
+	return filedUnder(c.slices.Of(ns), key)
+}
+
+// filedUnder is the slices inf files under service key, packed.
+func filedUnder(inf cache.SharedIndexInformer, key string) []any {
 	if inf == nil {
 		return nil
 	}
@@ -168,7 +173,7 @@ func (m *Member) ManagedKeys() []string {
 	var keys []string
 	for _, inf := range c.slices {
 		for _, k := range inf.GetIndexer().ListIndexFuncValues(byService) {
-			if slices.ContainsFunc(m.indexed(k), ours) {
+			if slices.ContainsFunc(filedUnder(inf, k), ours) {
 				keys = append(keys, k)
 			}
 		}

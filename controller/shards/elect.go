@@ -53,11 +53,10 @@ func (e *Elector) Run(ctx context.Context) error {
 	electors := make([]*leaderelection.LeaderElector, e.Shards)
 	resolved := make([]chan struct{}, e.Shards)
 	for i := range e.Shards {
-		le, err := e.elector(ctx, i, &resolved[i])
-		if err != nil {
+		var err error
+		if electors[i], resolved[i], err = e.elector(ctx, i); err != nil {
 			return err
 		}
-		electors[i] = le
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -72,18 +71,18 @@ func (e *Elector) Run(ctx context.Context) error {
 	return nil
 }
 
-// elector is shard i's campaign. Its channel closes once the shard is
-// resolved: taken by this replica or seen held by another.
-func (e *Elector) elector(ctx context.Context, i int, resolved *chan struct{}) (*leaderelection.LeaderElector, error) {
+// elector is shard i's campaign, and a channel that closes once the shard
+// is resolved: taken by this replica or seen held by another.
+func (e *Elector) elector(ctx context.Context, i int) (*leaderelection.LeaderElector, chan struct{}, error) {
 	name := LeaseName(i, e.Shards)
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.Namespace, name,
 		e.Client.CoreV1(), e.Client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.Identity})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	*resolved = make(chan struct{})
-	resolve := sync.OnceFunc(func() { close(*resolved) })
-	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	resolved := make(chan struct{})
+	resolve := sync.OnceFunc(func() { close(resolved) })
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, Name: name,
 		LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
 		// Cancelling ctx is what releases the Lease.
@@ -107,6 +106,7 @@ func (e *Elector) elector(ctx context.Context, i int, resolved *chan struct{}) (
 			},
 		},
 	})
+	return le, resolved, err
 }
 
 // pause waits until the previous campaign is resolved, and then a lease
