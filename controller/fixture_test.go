@@ -453,6 +453,8 @@ func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
 		err = write(f.kube[cluster].CoreV1().Services(o.Namespace), verb, o, o.Name)
 	case *mcsv1b1.ServiceExport:
 		err = write(f.mcs[cluster].MulticlusterV1beta1().ServiceExports(o.Namespace), verb, o, o.Name)
+	case *mcsv1b1.ServiceImport:
+		err = write(f.mcs[cluster].MulticlusterV1beta1().ServiceImports(o.Namespace), verb, o, o.Name)
 	case *v1alpha1.MultiClusterService:
 		err = write(f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace), verb, o, o.Name)
 	default:

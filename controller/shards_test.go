@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -42,9 +43,9 @@ func TestShardsSplitServices(t *testing.T) {
 	f.opts.Shards = set
 	f.restart()
 	m := f.member(m2)
-	if m.Import(ns, mine) == nil || m.Import(ns, theirs) != nil || m.Service(ns, api.DerivedPrefix+theirs) != nil {
-		t.Errorf("holding shard 0, member2's caches have %s's import %t, %s's import %t and derived Service %t; want only %s's",
-			mine, m.Import(ns, mine) != nil, theirs, m.Import(ns, theirs) != nil, m.Service(ns, api.DerivedPrefix+theirs) != nil, mine)
+	if m.Import(ns, mine) == nil || m.Import(ns, theirs) != nil || m.Service(ns, api.DerivedPrefix+theirs) != nil || len(m.ImportedSlices(ns, theirs)) > 0 {
+		t.Errorf("holding shard 0, member2's caches have %s's import %t, %s's import %t, derived Service %t and %d imported slices; want only %s's",
+			mine, m.Import(ns, mine) != nil, theirs, m.Import(ns, theirs) != nil, m.Service(ns, api.DerivedPrefix+theirs) != nil, len(m.ImportedSlices(ns, theirs)), mine)
 	}
 	if got := drain(f.c); len(got) != 1 || got[0] != "demo/"+mine {
 		t.Errorf("queued %v, want demo/%s alone", got, mine)
@@ -70,6 +71,34 @@ func TestShardsSplitServices(t *testing.T) {
 		t.Errorf("queued %v after taking shard 1, want both services", got)
 	}
 	expect(t, "taken over", f.sync("demo/"+theirs), writes{})
+}
+
+// What the controller wrote before it labelled buckets gets its bucket by
+// one update of each object, and then nothing more is written.
+func TestBucketAddedToOlderObjects(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, false)},
+		m1:  {service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+	})
+	f.sync("demo/foo")
+	imp, derived, imported := f.importOf(m2, "foo"), f.serviceOf(m2, "derived-foo"), f.sliceOf(m2, "imported-member1-foo-1")
+	for _, o := range []metav1.Object{imp, derived, imported} {
+		if o.GetLabels()[api.LabelBucket] != shards.Label(ns, "foo") {
+			t.Errorf("%s has labels %v, want its bucket %s", o.GetName(), o.GetLabels(), shards.Label(ns, "foo"))
+		}
+		delete(o.GetLabels(), api.LabelBucket)
+	}
+	f.change(m2, imp, "update")
+	f.change(m2, derived, "update")
+	f.change(m2, imported, "update")
+	// The fakes count every ServiceImport update as a change of its spec,
+	// so its Ready condition follows the new generation; an API server
+	// leaves the generation of a change of labels, and that write is not
+	// made there.
+	expect(t, "objects without a bucket", f.sync("demo/foo"), writes{
+		m2: {"update services demo/derived-foo", "update serviceimports demo/foo", "update serviceimports/status demo/foo", "update endpointslices demo/imported-member1-foo-1"},
+	})
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }
 
 // nameOfShard is the first name svc-<i> of a service of shard of n.
