@@ -32,6 +32,10 @@ const (
 	consumerCluster = "member2"
 )
 
+// maxShards bounds -shards: each replica holds the members' own objects
+// whole, and the lab's two cores run them all.
+const maxShards = 8
+
 // allConsumers is the most -consumers may name.
 var allConsumers = []string{consumerCluster, "member3"}
 
@@ -46,6 +50,7 @@ type options struct {
 
 	services, endpoints, changes, workers int
 	ceilingServices                       int
+	shards                                int // replicas of the controller, one shard each
 	ceilingInFlight                       []int // the plain write loads, by services at once
 
 	convergeTimeout, changeTimeout, burstTimeout, timeout time.Duration
@@ -77,6 +82,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.burstTimeout, "burst-timeout", 3*time.Minute, "bound on the burst")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run, cleanup excepted")
 	flag.DurationVar(&o.cleanupTimeout, "cleanup-timeout", 10*time.Minute, "bound on the cleanup")
+	flag.IntVar(&o.shards, "shards", 1, "replicas of mcs-controller started together with --shards N and leader election, as deploy/components/shards runs them; their memory is reported each, their writes and syncs added up")
 	flag.BoolVar(&o.keep, "keep", false, "keep the objects at the end (a rerun then skips writing them)")
 	if err := benchreport.ParseFlags(); err != nil {
 		return o, err
@@ -103,6 +109,8 @@ func (o *options) validate() error {
 		return errors.New("-changes and -workers must be positive")
 	case o.join != "" && (o.join != allConsumers[1] || !slices.Equal(o.consumers, allConsumers[:1])):
 		return fmt.Errorf("-join must be %s, with -consumers %s", allConsumers[1], consumerCluster)
+	case o.shards < 1 || o.shards > maxShards:
+		return fmt.Errorf("-shards must be in 1..%d", maxShards)
 	case o.ceilingServices < 0 || o.ceilingServices > maxServices:
 		return fmt.Errorf("-ceiling-services must be in 0..%d (the address plan)", maxServices)
 	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
@@ -161,7 +169,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	if err := procs.start(ctx, w); err != nil {
 		return fmt.Errorf("starting the processes: %w", err)
 	}
-	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURL: procs.metricsURL(), consumers: w.consumers(false)}
+	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURLs: procs.metricsURLs(), consumers: w.consumers(false)}
 	if res.initial, err = b.converge(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}
@@ -182,11 +190,11 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 		return fmt.Errorf("controller memory: %w", err)
 	}
 	if slices.Contains(w.opts.controllerArgs, "--profiling") {
-		path, err := procs.saveHeapProfile(ctx, "controller-heap.pprof")
+		paths, err := procs.saveHeapProfiles(ctx)
 		if err != nil {
 			return err
 		}
-		log.Printf("the controller's heap profile after the initial sync: go tool pprof %s", path)
+		log.Printf("the controller's heap profiles after the initial sync: go tool pprof %s", strings.Join(paths, ", "))
 	}
 	if res.rssDNS, err = procs.corednsRSS(); err != nil {
 		return fmt.Errorf("coredns-mcs memory: %w", err)

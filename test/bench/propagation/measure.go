@@ -15,12 +15,12 @@ import (
 
 // bench runs the phases against the running processes.
 type bench struct {
-	w          *world
-	watch      watches
-	consumers  []string // the consumption clusters now
-	procs      *processes
-	dns        *resolver
-	metricsURL string
+	w           *world
+	watch       watches
+	consumers   []string // the consumption clusters now
+	procs       *processes
+	dns         *resolver
+	metricsURLs []string // one per replica of the controller
 }
 
 // phase is what one phase measured.
@@ -112,7 +112,7 @@ func progress(what func() string) (stop func()) {
 func (b *bench) restart(ctx context.Context) (*phase, error) {
 	p := &phase{name: "restart", changes: b.w.opts.services}
 	log.Printf("restarting the controller over the unchanged world")
-	if err := b.procs.restartController(ctx); err != nil {
+	if err := b.procs.restartControllers(ctx); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.w.opts.convergeTimeout)
@@ -338,7 +338,7 @@ func (b *bench) settle(ctx context.Context) (*scrape, error) {
 }
 
 func (b *bench) scrape(ctx context.Context) (*scrape, error) {
-	s, err := fetchMetrics(ctx, b.metricsURL)
+	s, err := fetchMetrics(ctx, b.metricsURLs)
 	if err != nil {
 		return nil, fmt.Errorf("mcs-controller's metrics: %w", err)
 	}

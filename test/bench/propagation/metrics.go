@@ -57,12 +57,32 @@ type scrape struct {
 	cpu        float64              // process_cpu_seconds_total
 }
 
-func fetchMetrics(ctx context.Context, url string) (*scrape, error) {
-	families, err := process.Scrape(ctx, url)
-	if err != nil {
-		return nil, err
+// fetchMetrics scrapes every replica of the controller (-shards) and adds
+// their figures up, as a query summing over pods would.
+func fetchMetrics(ctx context.Context, urls []string) (*scrape, error) {
+	sum := &scrape{writes: map[writeKey]float64{}, histograms: map[string]histogram{}}
+	for _, url := range urls {
+		families, err := process.Scrape(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		sum.add(fromFamilies(families))
 	}
-	return fromFamilies(families), nil
+	return sum, nil
+}
+
+// add adds o's counts to s's.
+func (s *scrape) add(o *scrape) {
+	for k, n := range o.writes {
+		s.writes[k] += n
+	}
+	for k, h := range o.histograms {
+		if have, ok := s.histograms[k]; ok {
+			h = have.plus(h)
+		}
+		s.histograms[k] = h
+	}
+	s.cpu += o.cpu
 }
 
 // parseMetrics reads mcs_writes_total and the timing histograms from the

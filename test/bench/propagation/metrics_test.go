@@ -65,6 +65,26 @@ func TestWritesSince(t *testing.T) {
 	}
 }
 
+// Two replicas' pages add up to what one controller doing both's work
+// would show.
+func TestScrapesOfReplicasAddUp(t *testing.T) {
+	sum := mustParse(t, page(map[string]float64{sliceUpdate: 5}, [3]int{1, 2, 3}, 0.005))
+	sum.cpu = 1.5
+	other := mustParse(t, page(map[string]float64{sliceUpdate: 7, hubStatus: 1}, [3]int{0, 4, 4}, 0.007))
+	other.cpu = 2
+	sum.add(other)
+	if want := map[writeKey]float64{{"member2", "EndpointSlice", "update", "success"}: 12, {"hub", "MultiClusterService", "update", "success"}: 1}; !reflect.DeepEqual(sum.writes, want) {
+		t.Errorf("writes = %v, want %v", sum.writes, want)
+	}
+	h := sum.histograms["mcs_propagation_seconds"]
+	if h.count != 7 || math.Abs(h.sum-0.012) > 1e-12 || !reflect.DeepEqual(h.counts, []uint64{1, 6, 7, 7}) {
+		t.Errorf("histogram = %+v, want both replicas' 7 observations", h)
+	}
+	if sum.cpu != 3.5 {
+		t.Errorf("cpu = %v, want 3.5", sum.cpu)
+	}
+}
+
 func TestTimingsSince(t *testing.T) {
 	before := mustParse(t, page(nil, [3]int{1, 2, 3}, 0.005))
 	after := mustParse(t, page(nil, [3]int{11, 12, 23}, 0.065))

@@ -25,19 +25,22 @@ import (
 const readyTimeout = 2 * time.Minute
 
 // processes are the binaries this run starts: mcs-controller on the hub,
-// limited to the benchmark's namespace, and coredns-mcs for member2.
+// limited to the benchmark's namespace (one replica per shard with
+// -shards), and coredns-mcs for member2.
 type processes struct {
 	opts options
 	dir  string // kubeconfigs, Corefile, logs
 
-	controller, coredns          *process.Process
-	controllerArgs               []string
-	httpPort, dnsPort, readyPort int
-	controllerStarted            time.Time
+	controllers        []*process.Process // one per replica
+	coredns            *process.Process
+	controllerArgs     []string // every replica's but --http-address
+	httpPorts          []int    // one per replica
+	dnsPort, readyPort int
+	controllerStarted  time.Time
 }
 
-// start runs the controller, waits until it is ready (every informer
-// synced), then coredns-mcs, and waits until it is ready too.
+// start runs the controller's replicas, waits until they are ready (every
+// informer synced), then coredns-mcs, and waits until it is ready too.
 func (p *processes) start(ctx context.Context, w *world) error {
 	hubKubeconfig, err := p.kubeconfig("hub.kubeconfig", hubCluster)
 	if err != nil {
@@ -47,20 +50,19 @@ func (p *processes) start(ctx context.Context, w *world) error {
 	if err != nil {
 		return err
 	}
-	ports, err := loopback.FreePorts(3)
+	ports, err := loopback.FreePorts(2 + p.opts.shards)
 	if err != nil {
 		return err
 	}
-	p.httpPort, p.dnsPort, p.readyPort = ports[0], ports[1], ports[2]
+	p.dnsPort, p.readyPort, p.httpPorts = ports[0], ports[1], ports[2:]
 	p.controllerArgs = append([]string{
 		"--kubeconfig", hubKubeconfig,
 		"--clusters-kubeconfig", membersKubeconfig,
 		"--watch-namespaces", w.opts.namespace,
 		"--namespace", controllerNamespace, // its own: the controller exports no service of it
-		"--leader-elect=false",
-		"--http-address", p.hostPort(p.httpPort),
-	}, p.opts.controllerArgs...)
-	if err := p.startController(ctx, "controller.log"); err != nil {
+	}, p.electionArgs()...)
+	p.controllerArgs = append(p.controllerArgs, p.opts.controllerArgs...)
+	if err := p.startControllers(ctx, ""); err != nil {
 		return err
 	}
 	corefile := filepath.Join(p.dir, "Corefile")
@@ -75,58 +77,114 @@ func (p *processes) start(ctx context.Context, w *world) error {
 	return p.coredns.WaitFor(ctx, readyTimeout, process.CoreDNSReady(p.dnsAddr(), fmt.Sprintf("http://%s/ready", p.hostPort(p.readyPort))))
 }
 
-// startController starts mcs-controller with its output in logFile, and waits
-// until it is ready.
-func (p *processes) startController(ctx context.Context, logFile string) error {
-	var err error
-	p.controller, err = process.Start(process.Config{Name: "mcs-controller", Binary: p.opts.controller, Args: p.controllerArgs, Log: filepath.Join(p.dir, logFile)})
-	if err != nil {
-		return err
+// electionArgs: one replica needs no Lease; with -shards, each replica
+// campaigns for the shards' Leases as deploy/components/shards runs them.
+func (p *processes) electionArgs() []string {
+	if p.opts.shards == 1 {
+		return []string{"--leader-elect=false"}
 	}
-	p.controllerStarted = p.controller.Started()
-	log.Printf("started mcs-controller (pid %d, log %s)", p.controller.Pid(), p.controller.Log())
-	return p.controller.WaitFor(ctx, readyTimeout, process.HTTPOK(p.url("/readyz")))
+	return []string{"--shards", strconv.Itoa(p.opts.shards)}
 }
 
-// restartController stops mcs-controller (SIGTERM, as a rollout does) and
-// starts it again with the same flags.
-func (p *processes) restartController(ctx context.Context) error {
-	if err := p.controller.Stop(process.StopGrace); err != nil {
-		return err
+// startControllers starts every replica of mcs-controller together, as a
+// Deployment's rollout does, with their output in controller[-i]<suffix>.log,
+// and waits until each is ready.
+func (p *processes) startControllers(ctx context.Context, suffix string) error {
+	p.controllers = make([]*process.Process, len(p.httpPorts))
+	for i, port := range p.httpPorts {
+		args := append(slices.Clone(p.controllerArgs), "--http-address", p.hostPort(port))
+		c, err := process.Start(process.Config{Name: p.replicaName(i), Binary: p.opts.controller, Args: args, Log: filepath.Join(p.dir, p.replicaName(i)+suffix+".log")})
+		if err != nil {
+			return err
+		}
+		p.controllers[i] = c
+		log.Printf("started %s (pid %d, log %s)", p.replicaName(i), c.Pid(), c.Log())
 	}
-	return p.startController(ctx, "controller-restarted.log")
+	p.controllerStarted = p.controllers[0].Started()
+	for i, c := range p.controllers {
+		if err := c.WaitFor(ctx, readyTimeout, process.HTTPOK(p.url(i, "/readyz"))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// controllerRSS is the controller's resident memory now, from /proc.
-func (p *processes) controllerRSS() (int64, error) { return rss(p.controller.Pid()) }
+// replicaName is "controller", or "controller-<i>" with -shards.
+func (p *processes) replicaName(i int) string {
+	if p.opts.shards == 1 {
+		return "controller"
+	}
+	return fmt.Sprintf("controller-%d", i)
+}
 
-// controllerHeap is the Go heap the controller has in use
+// restartControllers stops every replica of mcs-controller (SIGTERM, as a
+// rollout does) and starts them again with the same flags.
+func (p *processes) restartControllers(ctx context.Context) error {
+	if err := p.stopControllers(); err != nil {
+		return err
+	}
+	return p.startControllers(ctx, "-restarted")
+}
+
+func (p *processes) stopControllers() error {
+	var errs []error
+	for _, c := range p.controllers {
+		errs = append(errs, c.Stop(process.StopGrace))
+	}
+	return errors.Join(errs...)
+}
+
+// controllerRSS is each replica's resident memory now, from /proc.
+func (p *processes) controllerRSS() ([]int64, error) {
+	out := make([]int64, len(p.controllers))
+	for i, c := range p.controllers {
+		var err error
+		if out[i], err = rss(c.Pid()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// controllerHeap is the Go heap each replica has in use
 // (go_memstats_heap_inuse_bytes): what it holds, where VmRSS also counts
 // what the heap may grow to before the next collection.
-func (p *processes) controllerHeap(ctx context.Context) (int64, error) {
-	families, err := process.Scrape(ctx, p.url("/metrics"))
-	if err != nil {
-		return 0, err
+func (p *processes) controllerHeap(ctx context.Context) ([]int64, error) {
+	out := make([]int64, len(p.controllers))
+	for i := range p.controllers {
+		families, err := process.Scrape(ctx, p.url(i, "/metrics"))
+		if err != nil {
+			return nil, err
+		}
+		f := families["go_memstats_heap_inuse_bytes"]
+		if f == nil || len(f.GetMetric()) == 0 {
+			return nil, fmt.Errorf("%s's /metrics has no go_memstats_heap_inuse_bytes", p.replicaName(i))
+		}
+		out[i] = int64(f.GetMetric()[0].GetGauge().GetValue())
 	}
-	f := families["go_memstats_heap_inuse_bytes"]
-	if f == nil || len(f.GetMetric()) == 0 {
-		return 0, fmt.Errorf("mcs-controller's /metrics has no go_memstats_heap_inuse_bytes")
-	}
-	return int64(f.GetMetric()[0].GetGauge().GetValue()), nil
+	return out, nil
 }
 
-// saveHeapProfile saves the controller's heap profile as file in the
-// run's directory, when it serves one (-controller-args --profiling).
-func (p *processes) saveHeapProfile(ctx context.Context, file string) (string, error) {
-	status, body, err := process.HTTPGet(ctx, p.url("/debug/pprof/heap"))
-	if err == nil && status != http.StatusOK {
-		err = fmt.Errorf("heap profile: HTTP %d", status)
+// saveHeapProfiles saves each replica's heap profile as
+// <replica>-heap.pprof in the run's directory, when it serves one
+// (-controller-args --profiling).
+func (p *processes) saveHeapProfiles(ctx context.Context) ([]string, error) {
+	var paths []string
+	for i := range p.controllers {
+		status, body, err := process.HTTPGet(ctx, p.url(i, "/debug/pprof/heap"))
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("heap profile: HTTP %d", status)
+		}
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(p.dir, p.replicaName(i)+"-heap.pprof")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
 	}
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(p.dir, file)
-	return path, os.WriteFile(path, []byte(body), 0o644)
+	return paths, nil
 }
 
 // corednsRSS is coredns-mcs's.
@@ -191,28 +249,45 @@ func (p *processes) hostPort(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
-func (p *processes) url(path string) string { return "http://" + p.hostPort(p.httpPort) + path }
+// url is replica i's.
+func (p *processes) url(i int, path string) string {
+	return "http://" + p.hostPort(p.httpPorts[i]) + path
+}
 
 func (p *processes) dnsAddr() string { return p.hostPort(p.dnsPort) }
 
-func (p *processes) metricsURL() string { return p.url("/metrics") }
-
-// controllerGone reports whether the controller is not running.
-func (p *processes) controllerGone() bool { return p.controller == nil || p.controller.Alive() != nil }
-
-// controllerErrors are the error lines of the controller's log so far
-// (klog's "E" lines).
-func (p *processes) controllerErrors() []string {
-	if p.controller == nil {
-		return nil
-	}
+func (p *processes) metricsURLs() []string {
 	var out []string
-	for line := range strings.Lines(p.controller.Output()) {
-		if strings.HasPrefix(line, "E") || strings.Contains(line, "panic:") {
-			out = append(out, strings.TrimSpace(line))
+	for i := range p.httpPorts {
+		out = append(out, p.url(i, "/metrics"))
+	}
+	return out
+}
+
+// controllerGone reports whether no replica of the controller is running.
+func (p *processes) controllerGone() bool {
+	return !slices.ContainsFunc(p.controllers, func(c *process.Process) bool { return c.Alive() == nil })
+}
+
+// controllerErrors are the error lines of the replicas' logs so far
+// (klog's "E" lines), each after its replica's name when there are more.
+func (p *processes) controllerErrors() []string {
+	var out []string
+	for i, c := range p.controllers {
+		for line := range strings.Lines(c.Output()) {
+			if strings.HasPrefix(line, "E") || strings.Contains(line, "panic:") {
+				out = append(out, p.errorPrefix(i)+strings.TrimSpace(line))
+			}
 		}
 	}
 	return out
+}
+
+func (p *processes) errorPrefix(i int) string {
+	if len(p.controllers) == 1 {
+		return ""
+	}
+	return p.replicaName(i) + ": "
 }
 
 func (p *processes) stopCoreDNS() {
@@ -223,13 +298,11 @@ func (p *processes) stopCoreDNS() {
 
 // stopAll stops whatever is still running; stopping twice is harmless.
 func (p *processes) stopAll() {
-	var errs []error
-	for _, proc := range []*process.Process{p.coredns, p.controller} {
-		if proc != nil {
-			errs = append(errs, proc.Stop(process.StopGrace))
-		}
+	var err error
+	if p.coredns != nil {
+		err = p.coredns.Stop(process.StopGrace)
 	}
-	logErr(errors.Join(errs...))
+	logErr(errors.Join(err, p.stopControllers()))
 }
 
 func logErr(err error) {

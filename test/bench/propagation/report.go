@@ -26,9 +26,9 @@ type results struct {
 	initial, join, single, burst, restart *phase
 	consumers                             []string // the consumption clusters at the end
 	// The controller's resident memory after the initial sync and after
-	// the burst.
-	rssInitial, rssBurst int64
-	heapInitial          int64          // the controller's Go heap in use, when rssInitial was read
+	// the burst, per replica.
+	rssInitial, rssBurst []int64
+	heapInitial          []int64        // each replica's Go heap in use, when rssInitial was read
 	rssDNS               int64          // coredns-mcs's, after the initial sync
 	initialAPI           []apiPhase     // the API servers during the initial sync
 	initialCPU           []programCPU   // the machine's CPU during the initial sync, by program
@@ -44,7 +44,7 @@ func (r *results) markdown() string {
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.Load)
 	fmt.Fprintf(&b, "%d services in namespace %s: a selector-less %sService and an EndpointSlice of %d ready endpoints each in %s, a MultiClusterService each on the hub (provision %s, consumption %s, RemoteAndLocal); %d objects, %d written in %s. ",
 		o.services, o.namespace, headlessText(o.headless), o.endpoints, providerCluster, providerCluster, strings.Join(o.consumers, ", "), r.objects.total, r.objects.written, r.objects.took.Round(time.Second))
-	fmt.Fprintf(&b, "bin/mcs-controller (flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", extraFlags(o.controllerArgs), consumerCluster)
+	fmt.Fprintf(&b, "bin/mcs-controller (%s, flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", replicasText(o.shards), extraFlags(o.controllerArgs), consumerCluster)
 	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes PROP_FLAGS, and SCALE_FLAGS for the scale run).\n\n", benchreport.Command("./test/bench/propagation"))
 	r.latencyTable(&b)
 	r.writesTable(&b)
@@ -62,6 +62,13 @@ func headlessText(headless bool) string {
 		return "headless "
 	}
 	return ""
+}
+
+func replicasText(shards int) string {
+	if shards == 1 {
+		return "one replica"
+	}
+	return fmt.Sprintf("%d replicas started together, each campaigning for `--shards %d`'s Leases", shards, shards)
 }
 
 func extraFlags(args []string) string {
@@ -127,7 +134,25 @@ func (r *results) writesTable(b *strings.Builder) {
 	for _, p := range r.phases() {
 		fmt.Fprintf(b, "- the controller's CPU (process_cpu_seconds_total) during %s: %.1f s, %.2f ms per %s.\n", p.name, p.cpu, 1000*p.cpu/float64(p.changes), p.unit())
 	}
-	fmt.Fprintf(b, "- resident memory (VmRSS): the controller %.1f MiB after the initial sync (its Go heap in use %.1f MiB), %.1f MiB after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", mib(r.rssInitial), mib(r.heapInitial), mib(r.rssBurst), consumerCluster, mib(r.rssDNS))
+	fmt.Fprintf(b, "- resident memory (VmRSS): %s %s after the initial sync (Go heap in use %s), %s after the burst; %s's coredns-mcs %.1f MiB after the initial sync.\n", r.controllerNoun(), mibs(r.rssInitial), mibs(r.heapInitial), mibs(r.rssBurst), consumerCluster, mib(r.rssDNS))
+}
+
+// controllerNoun names what the memory figures are of: the controller, or
+// each of its replicas.
+func (r *results) controllerNoun() string {
+	if r.opts.shards == 1 {
+		return "the controller"
+	}
+	return fmt.Sprintf("the controller's %d replicas (`--shards %d`), each", r.opts.shards, r.opts.shards)
+}
+
+// mibs is one figure per replica, in replica order.
+func mibs(v []int64) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = fmt.Sprintf("%.1f", mib(n))
+	}
+	return strings.Join(parts, " / ") + " MiB"
 }
 
 // restartVerdict says whether a restart wrote nothing but Leases.

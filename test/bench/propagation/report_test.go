@@ -78,7 +78,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
 	r := &results{
-		opts:      options{services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}, join: "member3"},
+		opts:      options{shards: 1, services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}, join: "member3"},
 		consumers: []string{consumerCluster},
 		join:      &phase{name: "join", changes: 2, took: 700 * time.Millisecond, writes: []writeCount{{writeKey{"member3", "EndpointSlice", "create", "success"}, 2}}},
 		initialAPI: []apiPhase{{cluster: consumerCluster, maxInflight: 16, cpu: 0.01,
@@ -91,9 +91,9 @@ func TestMarkdown(t *testing.T) {
 			timings: []timing{{"mcs_propagation_seconds", prop}, {`mcs_sync_svc_duration_seconds{result="success"}`, prop}, {`mcs_sync_svc_duration_seconds{result="error"}`, prop}}},
 		burst:            &phase{name: "burst", changes: 2, seen: ms(50, 60), answered: ms(70, 80), took: 90 * time.Millisecond, acked: 10 * time.Millisecond, writes: []writeCount{sliceUpdates(3)}},
 		restart:          &phase{name: "restart", changes: 2, took: 3 * time.Second, writes: []writeCount{{writeKey{consumerCluster, "Lease", "update", "success"}, 2}}},
-		rssInitial:       30 << 20,
-		heapInitial:      12 << 20,
-		rssBurst:         31<<20 + 1<<19,
+		rssInitial:       []int64{30 << 20},
+		heapInitial:      []int64{12 << 20},
+		rssBurst:         []int64{31<<20 + 1<<19},
 		rssDNS:           20 << 20,
 		controllerErrors: []string{"E1122 sync failed"},
 	}
@@ -114,7 +114,8 @@ func TestMarkdown(t *testing.T) {
 		"- burst: EndpointSlice updates for 2 changes: 3 in member2 (1.50 per change and consumer). Target not met. 0.00 syncs per change.",
 		"| single changes | `mcs_propagation_seconds` | 2 | 1.2 ms | 1.0 ms | 2.0 ms |",
 		"- restart over the unchanged world: no write but Leases. Target met. Every service synced 3s after the restart.",
-		"- resident memory (VmRSS): the controller 30.0 MiB after the initial sync (its Go heap in use 12.0 MiB), 31.5 MiB after the burst; member2's coredns-mcs 20.0 MiB after the initial sync.",
+		"bin/mcs-controller (one replica, flags: defaults but `--workers=8`)",
+		"- resident memory (VmRSS): the controller 30.0 MiB after the initial sync (Go heap in use 12.0 MiB), 31.5 MiB after the burst; member2's coredns-mcs 20.0 MiB after the initial sync.",
 		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
 		"| member3 joins (member Secret created) → every service imported there (watch) | | | | 700.0 ms | | |",
 		"| join | member3 | EndpointSlice | create | success | 2 | 1.00 |",
@@ -127,6 +128,17 @@ func TestMarkdown(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+
+	r.opts.shards, r.rssInitial, r.heapInitial, r.rssBurst = 2, []int64{30 << 20, 25 << 20}, []int64{12 << 20, 10 << 20}, []int64{31 << 20, 26 << 20}
+	got = r.markdown()
+	for _, want := range []string{
+		"bin/mcs-controller (2 replicas started together, each campaigning for `--shards 2`'s Leases, flags: defaults but `--workers=8`)",
+		"- resident memory (VmRSS): the controller's 2 replicas (`--shards 2`), each 30.0 / 25.0 MiB after the initial sync (Go heap in use 12.0 / 10.0 MiB), 31.0 / 26.0 MiB after the burst;",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sharded report lacks %q:\n%s", want, got)
 		}
 	}
 }
