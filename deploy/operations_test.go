@@ -238,24 +238,22 @@ func checkMonitor(t *testing.T, m *unstructured.Unstructured, namespace string, 
 	}
 }
 
-// The shards component runs as many replicas as shards, and its Role lets
-// the controller campaign for the Lease of every shard its --shards asks
-// for; the base overlay keeps the one Lease of a controller without shards.
+// The shards component runs as many replicas as shards, a replica takes
+// no more shards than leaves every shard held with one replica lost, and
+// its Role lets the controller campaign for the Lease of every shard its
+// --shards asks for; the base overlay keeps the one Lease of a controller
+// without shards.
 func TestShardsComponentGrantsEveryLease(t *testing.T) {
 	for dir, wantShards := range map[string]int{"overlays/hub": 1, "examples/hub-with-components": 4} {
 		objs := render(t, dir)
 		d := typed[appsv1.Deployment](t, objs, "Deployment", "mcs-controller")
-		n := 1
-		for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
-			if v, ok := strings.CutPrefix(arg, "--shards="); ok {
-				var err error
-				if n, err = strconv.Atoi(v); err != nil {
-					t.Fatalf("%s: %s: %v", dir, arg, err)
-				}
-			}
+		n, most := intArg(t, d, "--shards=", 1), intArg(t, d, "--max-shards=", 0)
+		replicas := int(*d.Spec.Replicas)
+		if n != wantShards || (n > 1 && replicas != n) {
+			t.Errorf("%s: %d shards over %d replicas, want %d shards, a replica each", dir, n, replicas, wantShards)
 		}
-		if n != wantShards || (n > 1 && int(*d.Spec.Replicas) != n) {
-			t.Errorf("%s: %d shards over %d replicas, want %d shards, a replica each", dir, n, *d.Spec.Replicas, wantShards)
+		if most > 0 && most*(replicas-1) < n {
+			t.Errorf("%s: --max-shards=%d on %d replicas leaves a shard unheld when one replica is lost", dir, most, replicas)
 		}
 		role := typed[rbacv1.Role](t, objs, "Role", "mcs-controller")
 		for i := range n {
@@ -264,6 +262,22 @@ func TestShardsComponentGrantsEveryLease(t *testing.T) {
 			}
 		}
 	}
+}
+
+// intArg is the value of the controller's flag prefix (e.g. "--shards="),
+// or def when it has none.
+func intArg(t *testing.T, d *appsv1.Deployment, prefix string, def int) int {
+	t.Helper()
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(arg, prefix); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %v", arg, err)
+			}
+			return n
+		}
+	}
+	return def
 }
 
 // grants reports whether the Role grants verbs on the Lease name.

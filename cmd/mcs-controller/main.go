@@ -49,7 +49,7 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
-	workers, maxObjects, memberInFlight, shards            int
+	workers, maxObjects, memberInFlight, shards, maxShards int
 	qps                                                    float64
 	burst                                                  int
 	leaderElect, allowInsecureMemberTLS                    bool
@@ -81,6 +81,7 @@ func parseFlags() *flags {
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's profiles under /debug/pprof/ on --http-address")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect the active replica of each shard through a Lease on the hub")
 	fs.IntVar(&f.shards, "shards", 1, "shards the services are split into, each synced by the replica holding its Lease (docs/scaling.md); the same on every replica")
+	fs.IntVar(&f.maxShards, "max-shards", 0, "the most shards one replica takes; 0: no bound. Shards freed in a rollout then go to replicas holding fewer, but a shard waits for a replica while every one left holds this many (docs/scaling.md)")
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over an unrenewed leadership")
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading")
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leadership is tried and renewed")
@@ -140,6 +141,9 @@ func run(f *flags) error {
 	}
 	if err := shards.Valid(f.shards); err != nil {
 		return err
+	}
+	if f.maxShards < 0 || f.maxShards > 0 && !f.leaderElect {
+		return fmt.Errorf("--max-shards %d: want 0, or a bound on the shards a replica takes with --leader-elect", f.maxShards)
 	}
 	hubRC, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -272,7 +276,7 @@ func leaderElect(ctx context.Context, f *flags, hub kubernetes.Interface, set *s
 		}()
 	})
 	e := &shards.Elector{
-		Shards: f.shards, Client: hub, Namespace: f.namespace, Identity: identity(),
+		Shards: f.shards, MaxHeld: f.maxShards, Client: hub, Namespace: f.namespace, Identity: identity(),
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		Acquired: func(i int) {
 			klog.InfoS("Leading", "shard", i, "lease", shards.LeaseName(i, f.shards), "identity", identity())

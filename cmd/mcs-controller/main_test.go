@@ -81,6 +81,33 @@ func TestBadClustersKubeconfigFailsAtStart(t *testing.T) {
 	}
 }
 
+// Shard flags that cannot work fail the start with the flag named, before
+// any cluster is contacted.
+func TestBadShardFlagsFailAtStart(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shards", "0"}, "--shards 0: want 1 to 64"},
+		{[]string{"--shards", "65"}, "--shards 65: want 1 to 64"},
+		{[]string{"--max-shards", "-1"}, "--max-shards -1: want 0, or a bound"},
+		{[]string{"--shards", "4", "--max-shards", "2", "--leader-elect=false"}, "--max-shards 2: want 0, or a bound on the shards a replica takes with --leader-elect"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, os.Args[0], append(tt.args, "--kubeconfig", kubeconfigFile(t, "hub", "hub", "https://127.0.0.1:1"), "--http-address", "127.0.0.1:0")...)
+		cmd.Env = append(os.Environ(), runMain+"=1")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("%v: ended with %v, want exit code 1; output:\n%s", tt.args, err, out)
+			continue
+		}
+		if !strings.Contains(string(out), tt.want) {
+			t.Errorf("%v: output lacks %q:\n%s", tt.args, tt.want, out)
+		}
+	}
+}
+
 // -logging-format=json makes every line a JSON object, as log pipelines
 // read Kubernetes components' logs: the same start failure as above ends
 // with an object whose message and error say what failed and the fix.

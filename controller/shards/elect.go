@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -39,22 +38,38 @@ type Elector struct {
 	Namespace                                 string
 	Identity                                  string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MaxHeld is the most shards this replica takes; 0: no bound. Once it
+	// holds that many it ends its other campaigns, so that shards freed in
+	// a rollout go to replicas holding fewer.
+	MaxHeld int
 	// Acquired is called with each shard this replica takes.
 	Acquired func(shard int)
 	// Lost is called when this replica fails to renew a shard's Lease.
 	Lost func(shard int)
 
-	held atomic.Int32
+	mu        sync.Mutex
+	campaigns []*campaign
+	held      int
+}
+
+// campaign is one shard's.
+type campaign struct {
+	elector *leaderelection.LeaderElector
+	ctx     context.Context
+	// resolved closes once the shard is taken by this replica, seen held
+	// by another, or the campaign ended.
+	resolved chan struct{}
+	mine     bool
+	end      func()
 }
 
 // Run campaigns until ctx ends, then releases the Leases held and returns.
 // An error is a configuration that cannot be campaigned with.
 func (e *Elector) Run(ctx context.Context) error {
-	electors := make([]*leaderelection.LeaderElector, e.Shards)
-	resolved := make([]chan struct{}, e.Shards)
+	e.campaigns = make([]*campaign, e.Shards)
 	for i := range e.Shards {
 		var err error
-		if electors[i], resolved[i], err = e.elector(ctx, i); err != nil {
+		if e.campaigns[i], err = e.campaign(ctx, i); err != nil {
 			return err
 		}
 	}
@@ -63,39 +78,44 @@ func (e *Elector) Run(ctx context.Context) error {
 	first := e.firstShard()
 	for k := range e.Shards {
 		i := (first + k) % e.Shards
-		if k > 0 && !e.pause(ctx, resolved[(i+e.Shards-1)%e.Shards]) {
+		if k > 0 && !e.pause(ctx, e.campaigns[(i+e.Shards-1)%e.Shards].resolved) {
 			return nil
 		}
-		wg.Go(func() { electors[i].Run(ctx) })
+		wg.Go(func() { e.campaigns[i].elector.Run(e.campaigns[i].ctx) })
 	}
 	return nil
 }
 
-// elector is shard i's campaign, and a channel that closes once the shard
-// is resolved: taken by this replica or seen held by another.
-func (e *Elector) elector(ctx context.Context, i int) (*leaderelection.LeaderElector, chan struct{}, error) {
+// campaign makes shard i's, not started yet.
+func (e *Elector) campaign(ctx context.Context, i int) (*campaign, error) {
 	name := LeaseName(i, e.Shards)
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.Namespace, name,
 		e.Client.CoreV1(), e.Client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.Identity})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	resolved := make(chan struct{})
-	resolve := sync.OnceFunc(func() { close(resolved) })
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	c := &campaign{resolved: make(chan struct{})}
+	resolve := sync.OnceFunc(func() { close(c.resolved) })
+	var cancel context.CancelFunc
+	c.ctx, cancel = context.WithCancel(ctx)
+	c.end = func() { cancel(); resolve() }
+	c.elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, Name: name,
 		LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
-		// Cancelling ctx is what releases the Lease.
+		// Ending the campaign is what releases the Lease.
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
-				e.held.Add(1)
+				if !e.take(i) {
+					c.end() // one too many, taken at the same time as another
+					return
+				}
 				resolve()
 				e.Acquired(i)
 			},
-			// Called also when ctx ends, as a campaign does.
+			// Called also when the campaign ends, as every campaign does.
 			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
+				if c.ctx.Err() == nil {
 					e.Lost(i)
 				}
 			},
@@ -106,7 +126,34 @@ func (e *Elector) elector(ctx context.Context, i int) (*leaderelection.LeaderEle
 			},
 		},
 	})
-	return le, resolved, err
+	return c, err
+}
+
+// take counts shard i as held, unless this replica holds MaxHeld already;
+// at MaxHeld it ends the campaigns for shards it does not hold. A shard
+// is lost only by exiting, so the count never goes down.
+func (e *Elector) take(i int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.MaxHeld > 0 && e.held >= e.MaxHeld {
+		return false
+	}
+	e.held++
+	e.campaigns[i].mine = true
+	if e.held == e.MaxHeld {
+		for _, c := range e.campaigns {
+			if !c.mine {
+				c.end()
+			}
+		}
+	}
+	return true
+}
+
+func (e *Elector) holdsAny() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held > 0
 }
 
 // pause waits until the previous campaign is resolved, and then a lease
@@ -117,7 +164,7 @@ func (e *Elector) pause(ctx context.Context, previous <-chan struct{}) bool {
 	case <-ctx.Done():
 		return false
 	}
-	if e.held.Load() == 0 {
+	if !e.holdsAny() {
 		return true
 	}
 	select {

@@ -70,6 +70,63 @@ func TestValid(t *testing.T) {
 	}
 }
 
+// replicas run Electors on one fake hub and record the shards each takes.
+type replicas struct {
+	t      *testing.T
+	hub    *k8sfake.Clientset
+	shards int
+	max    int
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	held   map[string][]int
+}
+
+func newReplicas(t *testing.T, shards, max int) *replicas {
+	r := &replicas{t: t, hub: k8sfake.NewClientset(), shards: shards, max: max, held: map[string][]int{}}
+	t.Cleanup(r.wg.Wait)
+	return r
+}
+
+// start runs the replica identity until the test ends or stop is called.
+func (r *replicas) start(identity string) (stop func()) {
+	ctx, stop := context.WithCancel(context.Background())
+	r.t.Cleanup(stop)
+	e := &Elector{
+		Shards: r.shards, MaxHeld: r.max, Client: r.hub, Namespace: "mcs-system", Identity: identity,
+		// Renewals have a second to land: the fake answers in
+		// microseconds, a busy machine under -race may not run them for a
+		// while.
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond,
+		Acquired: func(i int) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.held[identity] = append(r.held[identity], i)
+		},
+		Lost: func(i int) { r.t.Errorf("%s lost shard %d", identity, i) },
+	}
+	r.wg.Go(func() { _ = e.Run(ctx) })
+	return stop
+}
+
+func (r *replicas) shardsOf(identity string) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.held[identity]))
+}
+
+// await fails the test unless cond holds within 5 s.
+func (r *replicas) await(what string, cond func() bool) {
+	r.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.t.Fatalf("want %s; held: %v", what, r.held)
+	}
+}
+
 // Two replicas started together take one shard each, whether their
 // identities hash to different first shards (a, b) or the same (a, c);
 // when one stops (and releases its Lease), the other takes its shard over.
@@ -80,56 +137,64 @@ func TestElectorsSplitAndTakeOver(t *testing.T) {
 }
 
 func splitAndTakeOver(t *testing.T, a, b string) {
-	hub := k8sfake.NewClientset()
-	var mu sync.Mutex
-	held := map[string][]int{}
-	elector := func(identity string) *Elector {
-		return &Elector{
-			Shards: 2, Client: hub, Namespace: "mcs-system", Identity: identity,
-			// Renewals have a second to land: the fake answers in
-			// microseconds, a busy machine under -race may not run them for
-			// a while.
-			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond,
-			Acquired: func(i int) {
-				mu.Lock()
-				defer mu.Unlock()
-				held[identity] = append(held[identity], i)
-			},
-			Lost: func(i int) { t.Errorf("%s lost shard %d", identity, i) },
-		}
-	}
-	ctxA, stopA := context.WithCancel(context.Background())
-	ctxB, stopB := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stopA()
-	defer stopB()
-	wg.Go(func() { _ = elector(a).Run(ctxA) })
+	r := newReplicas(t, 2, 0)
+	stopA := r.start(a)
 	time.Sleep(20 * time.Millisecond)
-	wg.Go(func() { _ = elector(b).Run(ctxB) })
-
-	shardsOf := func(identity string) []int {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Sorted(slices.Values(held[identity]))
-	}
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return len(shardsOf(a)) == 1 && len(shardsOf(b)) == 1, nil
+	r.start(b)
+	r.await("one shard each", func() bool {
+		sa, sb := r.shardsOf(a), r.shardsOf(b)
+		return len(sa) == 1 && len(sb) == 1 && sa[0] != sb[0]
 	})
-	if err != nil || shardsOf(a)[0] == shardsOf(b)[0] {
-		t.Fatalf("%s holds %v and %s %v, want one shard each", a, shardsOf(a), b, shardsOf(b))
-	}
 	// Past a lease duration, neither takes the other's.
 	time.Sleep(3 * time.Second)
-	if len(shardsOf(a)) != 1 || len(shardsOf(b)) != 1 {
-		t.Fatalf("%s holds %v and %s %v, want one shard each still", a, shardsOf(a), b, shardsOf(b))
+	if len(r.shardsOf(a)) != 1 || len(r.shardsOf(b)) != 1 {
+		t.Fatalf("%s holds %v and %s %v, want one shard each still", a, r.shardsOf(a), b, r.shardsOf(b))
 	}
-
 	stopA()
-	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return len(shardsOf(b)) == 2, nil
+	r.await(b+" holding both shards", func() bool { return len(r.shardsOf(b)) == 2 })
+}
+
+// With --max-shards 2 of 3 shards, a replica left alone keeps two, and
+// the third waits for a replica that holds fewer: the one a rollout
+// starts next takes it at once.
+func TestElectorsStopAtMaxHeld(t *testing.T) {
+	r := newReplicas(t, 3, 2)
+	stopA := r.start("a")
+	r.start("b")
+	r.await("three shards taken, at most two each", func() bool {
+		return len(r.shardsOf("a"))+len(r.shardsOf("b")) == 3
 	})
-	if err != nil {
-		t.Fatalf("%s holds %v after %s stopped, want both shards", b, shardsOf(b), a)
+	if len(r.shardsOf("a")) > 2 || len(r.shardsOf("b")) > 2 {
+		t.Fatalf("a holds %v and b %v, want at most two each", r.shardsOf("a"), r.shardsOf("b"))
+	}
+	stopA()
+	r.await("b at its maximum", func() bool { return len(r.shardsOf("b")) == 2 })
+	time.Sleep(3 * time.Second) // past a lease duration
+	if got := r.shardsOf("b"); len(got) != 2 {
+		t.Fatalf("b holds %v, want two: its maximum", got)
+	}
+	r.start("c")
+	r.await("c taking the shard left", func() bool { return len(r.shardsOf("c")) == 1 })
+	if all := slices.Sorted(slices.Values(append(r.shardsOf("b"), r.shardsOf("c")...))); !slices.Equal(all, []int{0, 1, 2}) {
+		t.Errorf("b and c hold %v, want every shard once", all)
+	}
+}
+
+// Two shards taken at the same instant by a replica one short of its
+// maximum: the second is given back, and the campaigns for the others end.
+func TestTakeStopsAtMaxHeld(t *testing.T) {
+	e := &Elector{MaxHeld: 1}
+	ended := make([]bool, 3)
+	for i := range ended {
+		e.campaigns = append(e.campaigns, &campaign{end: func() { ended[i] = true }})
+	}
+	if !e.take(1) {
+		t.Fatal("the first shard was refused")
+	}
+	if !slices.Equal(ended, []bool{true, false, true}) {
+		t.Errorf("campaigns ended %v, want those of the shards not held", ended)
+	}
+	if e.take(2) {
+		t.Error("a second shard was taken past MaxHeld 1")
 	}
 }
