@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -170,7 +171,7 @@ func run(f *flags) error {
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
 		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects, Namespaces: split(f.watchNamespaces),
-		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}),
+		Recorder: shardZeroRecorder{events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}), set},
 	})
 	if err != nil {
 		return err
@@ -242,6 +243,33 @@ func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.R
 		}
 		c.Resync()
 		klog.InfoS("Syncing the services of a shard", "shard", i, "of", set.N(), "held", set.Held())
+	}
+}
+
+// shardZeroRecorder records Events only on the replica that has taken
+// shard 0: every replica watches the member Secrets, and a refused one
+// needs one Warning, not one per replica. Without --leader-elect, the one
+// replica takes every shard before its registry runs.
+type shardZeroRecorder struct {
+	record.EventRecorder
+	set *shards.Set
+}
+
+func (r shardZeroRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	if r.set.Wants(0) {
+		r.EventRecorder.Event(obj, eventtype, reason, message)
+	}
+}
+
+func (r shardZeroRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	if r.set.Wants(0) {
+		r.EventRecorder.Eventf(obj, eventtype, reason, messageFmt, args...)
+	}
+}
+
+func (r shardZeroRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	if r.set.Wants(0) {
+		r.EventRecorder.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
 	}
 }
 

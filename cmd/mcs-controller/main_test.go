@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/shards"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 )
 
 // runMain makes the test binary run mcs-controller's main instead of the
@@ -159,5 +161,32 @@ func TestFailedWorkReleasesTheLead(t *testing.T) {
 	}
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("the Lease is still held by %s", *h)
+	}
+}
+
+// Only the replica that has taken shard 0 records Events on member
+// Secrets: one Warning per refused Secret, not one per replica.
+func TestShardZeroRecordsEvents(t *testing.T) {
+	fake := record.NewFakeRecorder(10)
+	set := shards.NewSet(2)
+	rec := shardZeroRecorder{fake, set}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "member-x"}}
+	emit := func() {
+		rec.Event(secret, corev1.EventTypeWarning, "Refused", "one")
+		rec.Eventf(secret, corev1.EventTypeWarning, "Refused", "%s", "two")
+		rec.AnnotatedEventf(secret, nil, corev1.EventTypeWarning, "Refused", "%s", "three")
+	}
+	set.Want(1)
+	emit()
+	if n := len(fake.Events); n != 0 {
+		t.Fatalf("the holder of shard 1 recorded %d events, want none", n)
+	}
+	set.Want(0)
+	emit()
+	if n := len(fake.Events); n != 3 {
+		t.Fatalf("the holder of shard 0 recorded %d events, want 3", n)
+	}
+	if got := <-fake.Events; got != "Warning Refused one" {
+		t.Errorf("event %q", got)
 	}
 }

@@ -60,6 +60,9 @@ func (s *Set) N() int { return s.n }
 // Want adds shard i to those the informers list.
 func (s *Set) Want(i int) { s.want.Or(1 << i) }
 
+// Wants reports whether shard i is wanted: taken, listed or not.
+func (s *Set) Wants(i int) bool { return s.want.Load()&(1<<i) != 0 }
+
 // Hold makes the shards wanted held, listed or not.
 func (s *Set) Hold() { s.holder.Store(s.want.Load()) }
 
