@@ -50,7 +50,7 @@ type options struct {
 
 	services, endpoints, changes, workers int
 	ceilingServices                       int
-	shards                                int // replicas of the controller, one shard each
+	shards                                int   // replicas of the controller, one shard each
 	ceilingInFlight                       []int // the plain write loads, by services at once
 
 	convergeTimeout, changeTimeout, burstTimeout, timeout time.Duration
