@@ -170,6 +170,7 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 		return fmt.Errorf("starting the processes: %w", err)
 	}
 	b := &bench{w: w, watch: watch, procs: procs, dns: newResolver(procs.dnsAddr()), metricsURLs: procs.metricsURLs(), consumers: w.consumers(false)}
+	res.initialConsumers = b.consumers
 	if res.initial, err = b.converge(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -25,6 +26,7 @@ type results struct {
 
 	initial, join, single, burst, restart *phase
 	consumers                             []string // the consumption clusters at the end
+	initialConsumers                      []string // … and at the initial sync
 	// The controller's resident memory after the initial sync and after
 	// the burst, per replica.
 	rssInitial, rssBurst []int64
@@ -47,6 +49,7 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "bin/mcs-controller (%s, flags: defaults%s) and bin/coredns-mcs for %s (`answer endpoints`, no cache).\n\n", replicasText(o.shards), extraFlags(o.controllerArgs), consumerCluster)
 	fmt.Fprintf(&b, "Command: `%s` (`make bench` passes PROP_FLAGS, and SCALE_FLAGS for the scale run).\n\n", benchreport.Command("./test/bench/propagation"))
 	r.latencyTable(&b)
+	r.scaleTable(&b)
 	r.writesTable(&b)
 	r.timingsTable(&b)
 	r.apiTable(&b)
@@ -109,6 +112,88 @@ func (r *results) latencyTable(b *strings.Builder) {
 	if r.join != nil {
 		fmt.Fprintf(b, "| %s joins (member Secret created) → every service imported there (watch) | | | | %s | | |\n", r.opts.join, ms(r.join.took))
 	}
+}
+
+// Fleet-scale targets (README.md, Performance), each for its fixture: the
+// propagation part's 1,000 ClusterSetIP services into member2, and the
+// scale part's 10,000 headless ones into member1 and member2, member3
+// joining.
+const (
+	targetSync1k  = 10 * time.Second
+	targetSync10k = 3 * time.Minute
+	targetJoin10k = 2 * time.Minute
+	targetRSS10k  = 150 << 20
+)
+
+// scaleTable puts the initial sync, the join, the writes per service and
+// the controller's memory beside their targets, where the run's fixture
+// has one.
+func (r *results) scaleTable(b *strings.Builder) {
+	o := r.opts
+	fmt.Fprintf(b, "\n## Fleet scale\n\n| measure | measured | target | met |\n|---|---|---|---|\n")
+	syncTarget := time.Duration(0)
+	switch {
+	case o.services == 1000 && !o.headless && len(r.initialConsumers) == 1:
+		syncTarget = targetSync1k
+	case o.services == 10000 && o.headless && len(r.initialConsumers) == 2:
+		syncTarget = targetSync10k
+	}
+	durationRow(b, fmt.Sprintf("initial sync, %d %sservices into %s: controller started → every answer there", o.services, headlessText(o.headless), strings.Join(r.initialConsumers, " and ")), r.initial.took, syncTarget)
+	if r.join != nil {
+		joinTarget := time.Duration(0)
+		if o.services == 10000 {
+			joinTarget = targetJoin10k
+		}
+		durationRow(b, fmt.Sprintf("%s joins a %d-service fleet → every service imported there", o.join, o.services), r.join.took, joinTarget)
+	}
+	measured, floor, atFloor := r.writesPerService()
+	fmt.Fprintf(b, "| API writes per service at the initial sync | %s | the floor: %s | %s |\n", measured, floor, benchreport.YesNo(atFloor))
+	most := slices.Max(r.rssInitial)
+	if o.services == 10000 && len(r.consumers) == 3 {
+		fmt.Fprintf(b, "| mcs-controller VmRSS, %d services × 3 members (the most of its replicas) | %.1f MiB | ≤ %d MiB | %s |\n", o.services, mib(most), targetRSS10k>>20, benchreport.YesNo(most <= targetRSS10k))
+	} else {
+		fmt.Fprintf(b, "| mcs-controller VmRSS (the most of its replicas) | %.1f MiB | — (%d MiB at 10,000 × 3 members) | |\n", mib(most), targetRSS10k>>20)
+	}
+}
+
+// durationRow is a row of the scale table; a zero target is none for this
+// fixture.
+func durationRow(b *strings.Builder, what string, took, target time.Duration) {
+	if target == 0 {
+		fmt.Fprintf(b, "| %s | %s | — (not this fixture's) | |\n", what, took.Round(100*time.Millisecond))
+		return
+	}
+	fmt.Fprintf(b, "| %s | %s | ≤ %s | %s |\n", what, took.Round(100*time.Millisecond), target, benchreport.YesNo(took <= target))
+}
+
+// writesPerService is what the initial sync wrote per service, on the hub
+// and in each consumer (Leases aside), beside the floor docs/scaling.md
+// states: the hub's finalizer and conditions; a consumer's ServiceImport,
+// its status, derived-<svc> and the imported slice, and for a ClusterSetIP
+// import the ServiceImport once more for its spec.ips.
+func (r *results) writesPerService() (measured, floor string, atFloor bool) {
+	perConsumer := 5
+	if r.opts.headless {
+		perConsumer = 4
+	}
+	want := map[string]int{hubCluster: 2}
+	for _, c := range r.initialConsumers {
+		want[c] = perConsumer
+	}
+	got := map[string]float64{}
+	for _, w := range r.initial.writes {
+		if !isLease(w) {
+			got[w.cluster] += w.n
+		}
+	}
+	atFloor = true
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(want)) {
+		n := got[c] / float64(r.opts.services)
+		parts = append(parts, fmt.Sprintf("%s %.2f", c, n))
+		atFloor = atFloor && n == float64(want[c])
+	}
+	return strings.Join(parts, ", "), fmt.Sprintf("hub 2, each consumer %d", perConsumer), atFloor && len(got) == len(want)
 }
 
 func (r *results) phases() []*phase {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +80,8 @@ func TestMarkdown(t *testing.T) {
 	prop := histogram{bounds: []float64{0.001, 0.002}, counts: []uint64{1, 2}, count: 2, sum: 0.0025}
 	r := &results{
 		opts:      options{shards: 1, services: 2, endpoints: 3, namespace: "mcs-prop", changes: 2, controllerArgs: []string{"--workers=8"}, consumers: []string{consumerCluster}, join: "member3"},
-		consumers: []string{consumerCluster},
-		join:      &phase{name: "join", changes: 2, took: 700 * time.Millisecond, writes: []writeCount{{writeKey{"member3", "EndpointSlice", "create", "success"}, 2}}},
+		consumers: []string{consumerCluster}, initialConsumers: []string{consumerCluster},
+		join: &phase{name: "join", changes: 2, took: 700 * time.Millisecond, writes: []writeCount{{writeKey{"member3", "EndpointSlice", "create", "success"}, 2}}},
 		initialAPI: []apiPhase{{cluster: consumerCluster, maxInflight: 16, cpu: 0.01,
 			requests: []timing{{"POST endpointslices", histogram{bounds: []float64{0.005, math.Inf(1)}, counts: []uint64{2, 2}, count: 2, sum: 0.004}}}}},
 		ceiling: []ceilingLevel{{inFlight: 16, services: 1, writes: 4, took: 40 * time.Millisecond, api: []apiPhase{{cluster: consumerCluster, cpu: 0.008}}}},
@@ -115,6 +116,10 @@ func TestMarkdown(t *testing.T) {
 		"| single changes | `mcs_propagation_seconds` | 2 | 1.2 ms | 1.0 ms | 2.0 ms |",
 		"- restart over the unchanged world: no write but Leases. Target met. Every service synced 3s after the restart.",
 		"bin/mcs-controller (one replica, flags: defaults but `--workers=8`)",
+		"| initial sync, 2 services into member2: controller started → every answer there | 1.5s | — (not this fixture's) | |",
+		"| member3 joins a 2-service fleet → every service imported there | 700ms | — (not this fixture's) | |",
+		"| API writes per service at the initial sync | hub 2.00, member2 0.00 | the floor: hub 2, each consumer 5 | no |",
+		"| mcs-controller VmRSS (the most of its replicas) | 30.0 MiB | — (150 MiB at 10,000 × 3 members) | |",
 		"- resident memory (VmRSS): the controller 30.0 MiB after the initial sync (Go heap in use 12.0 MiB), 31.5 MiB after the burst; member2's coredns-mcs 20.0 MiB after the initial sync.",
 		"logged 1 error lines; the first:\n\n```\nE1122 sync failed\n```",
 		"| member3 joins (member Secret created) → every service imported there (watch) | | | | 700.0 ms | | |",
@@ -139,6 +144,41 @@ func TestMarkdown(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("sharded report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// The scale fixture's figures stand beside their targets.
+func TestScaleTableTargets(t *testing.T) {
+	writes := func(cluster string, kinds ...string) []writeCount {
+		var out []writeCount
+		for _, k := range kinds {
+			out = append(out, writeCount{writeKey{cluster, k, "create", "success"}, 10000})
+		}
+		return out
+	}
+	r := &results{
+		opts:             options{shards: 2, services: 10000, headless: true, join: "member3"},
+		initialConsumers: []string{providerCluster, consumerCluster},
+		consumers:        []string{providerCluster, consumerCluster, "member3"},
+		initial: &phase{took: 170 * time.Second, writes: slices.Concat(
+			writes(hubCluster, "MultiClusterService", "MultiClusterService"),
+			writes(providerCluster, "Service", "ServiceImport", "ServiceImport", "EndpointSlice"),
+			writes(consumerCluster, "Service", "ServiceImport", "ServiceImport", "EndpointSlice"),
+			[]writeCount{{writeKey{consumerCluster, "Lease", "update", "success"}, 200}})},
+		join:       &phase{took: 150 * time.Second},
+		rssInitial: []int64{100 << 20, 151 << 20},
+	}
+	var b strings.Builder
+	r.scaleTable(&b)
+	for _, want := range []string{
+		"| initial sync, 10000 headless services into member1 and member2: controller started → every answer there | 2m50s | ≤ 3m0s | yes |",
+		"| member3 joins a 10000-service fleet → every service imported there | 2m30s | ≤ 2m0s | no |",
+		"| API writes per service at the initial sync | hub 2.00, member1 4.00, member2 4.00 | the floor: hub 2, each consumer 4 | yes |",
+		"| mcs-controller VmRSS, 10000 services × 3 members (the most of its replicas) | 151.0 MiB | ≤ 150 MiB | no |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("scale table lacks %q:\n%s", want, b.String())
 		}
 	}
 }
