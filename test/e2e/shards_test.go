@@ -27,27 +27,7 @@ const servicesPerShard = 3
 func TestTwoShards(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub, m1, m2)
-	byShard := [2][]string{}
-	var w sliceWorld
-	for i := 0; len(byShard[0]) < servicesPerShard || len(byShard[1]) < servicesPerShard; i++ {
-		name := fmt.Sprintf("svc-%d", i)
-		shard := shards.Bucket(ns, name) % 2
-		if len(byShard[shard]) == servicesPerShard {
-			continue
-		}
-		byShard[shard] = append(byShard[shard], name)
-		w.add(ns, name, fmt.Sprintf("10.10.0.%d", i+1))
-	}
-	args := append([]string{"--shards", "2"}, fastLeader...)
-	replicas := startReplicas(t, ns, 2, args...)
-	w.apply(t)
-	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		if n, err := count(ctx, t, "imported slices", ns); err != nil || n != 2*servicesPerShard {
-			return fmt.Errorf("member2 has %d imported slices (%v), want %d", n, err, 2*servicesPerShard)
-		}
-		return nil
-	})
-
+	byShard, replicas := startShards(t, ns, "--shards", "2")
 	holder := shardHolders(t, replicas)
 	for shard, r := range holder {
 		if w := replicas[r].writes(t); w["ServiceImport/create"] != servicesPerShard {
@@ -103,6 +83,72 @@ func TestTwoShards(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// With --max-shards 1, the replica whose peer is killed keeps to its one
+// shard; the killed replica's shard waits for the next replica, which takes
+// it (it holds none) and syncs its services without a write.
+func TestMaxShardsLeavesAShardToTheNextReplica(t *testing.T) {
+	ns := labtest.Get(t).Namespace(t, labtest.Hub, m1, m2)
+	args := []string{"--shards", "2", "--max-shards", "1"}
+	_, replicas := startShards(t, ns, args...)
+	holder := shardHolders(t, replicas)
+	killed, survivor := holder[0], holder[1]
+	replicas[killed].Kill()
+	// Three lease durations: the survivor would have taken shard 0 in one.
+	time.Sleep(3 * leaderLease)
+	m, err := getMetrics(t.Context(), replicas[survivor].metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := series("leader_election_master_status", "name", shards.LeaseName(0, 2)); m[s] == 1 {
+		t.Fatalf("the survivor took shard 0 past --max-shards 1: %s = 1", s)
+	}
+
+	next := startReplicas(t, ns, 1, append(args, fastLeader...)...)[0]
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		m, err := getMetrics(ctx, next.metricsURL)
+		if err != nil {
+			return err
+		}
+		if s := series("leader_election_master_status", "name", shards.LeaseName(0, 2)); m[s] != 1 {
+			return fmt.Errorf("the next replica does not hold shard 0: %s = %v", s, m[s])
+		}
+		if n := m[series("mcs_sync_svc_duration_seconds_count", "result", "success")]; n < servicesPerShard {
+			return fmt.Errorf("the next replica synced %v services, want shard 0's %d", n, servicesPerShard)
+		}
+		return nil
+	})
+	if w := next.writes(t); len(w) > 0 {
+		t.Errorf("taking shard 0 over an unchanged world wrote %v, want nothing", w)
+	}
+}
+
+// startShards writes servicesPerShard services of each of two shards
+// (names by shard) and starts two replicas with args and fastLeader, and
+// returns once every service is imported into member2.
+func startShards(t *testing.T, ns string, args ...string) ([2][]string, []*controller) {
+	t.Helper()
+	byShard := [2][]string{}
+	var w sliceWorld
+	for i := 0; len(byShard[0]) < servicesPerShard || len(byShard[1]) < servicesPerShard; i++ {
+		name := fmt.Sprintf("svc-%d", i)
+		shard := shards.Bucket(ns, name) % 2
+		if len(byShard[shard]) == servicesPerShard {
+			continue
+		}
+		byShard[shard] = append(byShard[shard], name)
+		w.add(ns, name, fmt.Sprintf("10.10.0.%d", i+1))
+	}
+	replicas := startReplicas(t, ns, 2, append(args, fastLeader...)...)
+	w.apply(t)
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		if n, err := count(ctx, t, "imported slices", ns); err != nil || n != 2*servicesPerShard {
+			return fmt.Errorf("member2 has %d imported slices (%v), want %d", n, err, 2*servicesPerShard)
+		}
+		return nil
+	})
+	return byShard, replicas
 }
 
 // shardHolders returns, by shard of two, the index of the replica that
