@@ -90,14 +90,14 @@ func (p *processes) electionArgs() []string {
 // Deployment's rollout does, with their output in controller[-i]<suffix>.log,
 // and waits until each is ready.
 func (p *processes) startControllers(ctx context.Context, suffix string) error {
-	p.controllers = make([]*process.Process, len(p.httpPorts))
+	p.controllers = nil // those stopped before
 	for i, port := range p.httpPorts {
 		args := append(slices.Clone(p.controllerArgs), "--http-address", p.hostPort(port))
 		c, err := process.Start(process.Config{Name: p.replicaName(i), Binary: p.opts.controller, Args: args, Log: filepath.Join(p.dir, p.replicaName(i)+suffix+".log")})
 		if err != nil {
 			return err
 		}
-		p.controllers[i] = c
+		p.controllers = append(p.controllers, c)
 		log.Printf("started %s (pid %d, log %s)", p.replicaName(i), c.Pid(), c.Log())
 	}
 	p.controllerStarted = p.controllers[0].Started()
