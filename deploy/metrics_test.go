@@ -96,30 +96,19 @@ const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
 func startCoreDNS(t *testing.T, binary, kubeconfig, context string) (dnsAddr, metricsURL string) {
 	t.Helper()
 	dir := t.TempDir()
-	for attempt := 1; ; attempt++ {
-		ports, err := loopback.FreePorts(2)
-		if err != nil {
-			t.Fatal(err)
-		}
+	p, ports, err := process.StartCoreDNSOnFreePorts(t.Context(), 2, time.Minute, func(ports []int) (process.Config, string, error) {
 		corefile := filepath.Join(dir, "Corefile")
-		if err := os.WriteFile(corefile, fmt.Appendf(nil, memberCorefile, ports[0], ports[1], kubeconfig, context), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		dnsAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-		cfg := process.CoreDNS("coredns-mcs", binary, corefile, filepath.Join(dir, "coredns.log"))
-		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, time.Minute)
-		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil && p != nil {
-			err = fmt.Errorf("%w; it said:\n%s", err, p.Output())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.StopAtCleanup(t)
-		return dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+		err := os.WriteFile(corefile, fmt.Appendf(nil, memberCorefile, ports[0], ports[1], kubeconfig, context), 0o644)
+		return process.CoreDNS("coredns-mcs", binary, corefile, filepath.Join(dir, "coredns.log")), fmt.Sprintf("127.0.0.1:%d", ports[0]), err
+	})
+	if err != nil && p != nil {
+		err = fmt.Errorf("%w; it said:\n%s", err, p.Output())
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StopAtCleanup(t)
+	return fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 }
 
 // build compiles cmd/name of this tree as make build does, into the test's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,41 +114,36 @@ func (s *story) startController(ctx context.Context) error {
 // corefile/lab.Corefile, answering answer (vip or endpoints), on free
 // loopback ports.
 func (s *story) startCoreDNS(ctx context.Context, name, member, answer string) (coredns, error) {
-	for attempt := 1; ; attempt++ {
-		ports, err := loopback.FreePorts(3)
-		if err != nil {
-			return coredns{}, err
-		}
-		c := coredns{
+	var c coredns
+	var env []string
+	bin, corefile := filepath.Join(s.root, "bin", "coredns-mcs"), filepath.Join(s.root, "corefile", "lab.Corefile")
+	p, _, err := process.StartCoreDNSOnFreePorts(ctx, 3, readyTimeout, func(ports []int) (process.Config, string, error) {
+		c = coredns{
 			dns:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
 			ready:   fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			metrics: fmt.Sprintf("127.0.0.1:%d", ports[2]),
 			log:     s.logPath(name),
 		}
-		env := []string{
+		env = []string{
 			"MCS_KUBECONFIG=" + s.kubeconfig, "MCS_CONTEXT=" + member, "MCS_CLUSTER=" + member,
 			fmt.Sprintf("MCS_DNS_PORT=%d", ports[0]), fmt.Sprintf("MCS_READY_PORT=%d", ports[1]), fmt.Sprintf("MCS_METRICS_PORT=%d", ports[2]),
 			"MCS_ANSWER=" + answer,
 		}
-		bin, corefile := filepath.Join(s.root, "bin", "coredns-mcs"), filepath.Join(s.root, "corefile", "lab.Corefile")
 		cfg := process.CoreDNS(name, bin, corefile, c.log, env...)
 		cfg.Detach = true
-		p, err := process.StartCoreDNS(ctx, cfg, c.dns, readyTimeout)
-		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return coredns{}, err
-		}
-		if err := p.WritePIDFile(s.pidPath(name)); err != nil {
-			_ = p.Stop(process.StopGrace)
-			return coredns{}, err
-		}
-		fmt.Fprintf(s.w, "$ %s\n", s.line(append(env, bin, "-conf", corefile)...))
-		if err := p.WaitFor(ctx, readyTimeout, process.CoreDNSReady(c.dns, "http://"+c.ready+"/ready")); err != nil {
-			return coredns{}, err
-		}
-		fmt.Fprintf(s.w, "coredns-mcs for %s (answer %s) ready: pid %d, DNS on %s, log %s\n", member, answer, p.Pid(), c.dns, s.rel(c.log))
-		return c, nil
+		return cfg, c.dns, nil
+	})
+	if err != nil {
+		return coredns{}, err
 	}
+	if err := p.WritePIDFile(s.pidPath(name)); err != nil {
+		_ = p.Stop(process.StopGrace)
+		return coredns{}, err
+	}
+	fmt.Fprintf(s.w, "$ %s\n", s.line(append(env, bin, "-conf", corefile)...))
+	if err := p.WaitFor(ctx, readyTimeout, process.CoreDNSReady(c.dns, "http://"+c.ready+"/ready")); err != nil {
+		return coredns{}, err
+	}
+	fmt.Fprintf(s.w, "coredns-mcs for %s (answer %s) ready: pid %d, DNS on %s, log %s\n", member, answer, p.Pid(), c.dns, s.rel(c.log))
+	return c, nil
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
-	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
@@ -92,50 +90,35 @@ const startTimeout = 45 * time.Second
 func startCoreDNS(t *testing.T, cfg config) *coredns {
 	t.Helper()
 	bin := binary(t)
-	for attempt := 1; ; attempt++ {
-		p, err := tryStart(t, bin, cfg)
-		if err == nil {
-			p.StopAtCleanup(t)
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("coredns Corefile:\n%s", p.corefile)
-				}
-			})
-			return p
+	c := &coredns{}
+	proc, _, err := process.StartCoreDNSOnFreePorts(t.Context(), len(cfg.blocks)+2, startTimeout, func(ports []int) (process.Config, string, error) {
+		c = &coredns{
+			readyURL:   fmt.Sprintf("http://127.0.0.1:%d/ready", ports[0]),
+			metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
 		}
-		if !errors.Is(err, process.ErrPortTaken) || attempt == 3 {
-			t.Fatal(err)
+		for i, b := range cfg.blocks {
+			c.servers = append(c.servers, &server{addr: fmt.Sprintf("127.0.0.1:%d", ports[i+2]), ttl: b.ttl})
 		}
-	}
-}
-
-func tryStart(t *testing.T, bin string, cfg config) (*coredns, error) {
-	ports, err := loopback.FreePorts(len(cfg.blocks) + 2)
+		dir := t.TempDir()
+		corefile := filepath.Join(dir, "Corefile")
+		text, env, err := cfg.write(corefile, labtest.Get(t).Kubeconfig(), ports)
+		c.corefile = text
+		return process.CoreDNS("coredns", bin, corefile, filepath.Join(dir, "coredns.log"), env...), c.servers[0].addr, err
+	})
 	if err != nil {
-		return nil, err
-	}
-	dir := t.TempDir()
-	p := &coredns{
-		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/ready", ports[0]),
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
-	}
-	for i, b := range cfg.blocks {
-		p.servers = append(p.servers, &server{addr: fmt.Sprintf("127.0.0.1:%d", ports[i+2]), ttl: b.ttl})
-	}
-	corefile := filepath.Join(dir, "Corefile")
-	text, env, err := cfg.write(corefile, labtest.Get(t).Kubeconfig(), ports)
-	if err != nil {
-		return nil, err
-	}
-	p.corefile = text
-	run := process.CoreDNS("coredns", bin, corefile, filepath.Join(dir, "coredns.log"), env...)
-	if p.Process, err = process.StartCoreDNS(t.Context(), run, p.servers[0].addr, startTimeout); err != nil {
-		if p.Process != nil {
-			err = fmt.Errorf("%w\noutput:\n%s", err, p.Output())
+		if proc != nil {
+			err = fmt.Errorf("%w\noutput:\n%s", err, proc.Output())
 		}
-		return nil, fmt.Errorf("%w\nCorefile:\n%s", err, text)
+		t.Fatalf("%v\nCorefile:\n%s", err, c.corefile)
 	}
-	return p, nil
+	c.Process = proc
+	c.StopAtCleanup(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("coredns Corefile:\n%s", c.corefile)
+		}
+	})
+	return c
 }
 
 // write puts the Corefile at path and returns its text and the environment

@@ -1,7 +1,6 @@
 package labtest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,29 +70,18 @@ const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
 func StartMemberDNS(t testing.TB, binary, kubeconfig, member string, timeout time.Duration) string {
 	t.Helper()
 	dir := t.TempDir()
-	for attempt := 1; ; attempt++ {
-		ports, err := loopback.FreePorts(2)
-		if err != nil {
-			t.Fatal(err)
-		}
+	p, ports, err := process.StartCoreDNSOnFreePorts(t.Context(), 2, timeout, func(ports []int) (process.Config, string, error) {
 		corefile := filepath.Join(dir, "Corefile")
-		text := fmt.Sprintf(memberCorefile, ports[0], ports[1], kubeconfig, member)
-		if err := os.WriteFile(corefile, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-		cfg := process.CoreDNS("coredns-mcs "+member, binary, corefile, filepath.Join(dir, "coredns.log"))
-		p, err := process.StartCoreDNS(t.Context(), cfg, dnsAddr, timeout)
-		if errors.Is(err, process.ErrPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.StopAtCleanup(t)
-		if err := p.WaitFor(t.Context(), timeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
-			t.Fatal(err)
-		}
-		return dnsAddr
+		err := os.WriteFile(corefile, fmt.Appendf(nil, memberCorefile, ports[0], ports[1], kubeconfig, member), 0o644)
+		return process.CoreDNS("coredns-mcs "+member, binary, corefile, filepath.Join(dir, "coredns.log")), fmt.Sprintf("127.0.0.1:%d", ports[0]), err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	p.StopAtCleanup(t)
+	dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	if err := p.WaitFor(t.Context(), timeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
+		t.Fatal(err)
+	}
+	return dnsAddr
 }

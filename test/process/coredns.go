@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/loopback"
 	"github.com/miekg/dns"
 )
 
@@ -50,4 +51,30 @@ func StartCoreDNS(ctx context.Context, cfg Config, dnsAddr string, timeout time.
 		return p, err
 	}
 	return p, nil
+}
+
+// portAttempts is how many times StartCoreDNSOnFreePorts picks ports.
+const portAttempts = 3
+
+// StartCoreDNSOnFreePorts picks n free loopback ports, has configure make
+// the Config and the DNS address that use them, and starts it as
+// StartCoreDNS does. When a port was taken before CoreDNS bound it, it
+// picks ports again (three times in all). It returns the ports the server
+// was started on.
+func StartCoreDNSOnFreePorts(ctx context.Context, n int, timeout time.Duration, configure func(ports []int) (cfg Config, dnsAddr string, err error)) (*Process, []int, error) {
+	for attempt := 1; ; attempt++ {
+		ports, err := loopback.FreePorts(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg, dnsAddr, err := configure(ports)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := StartCoreDNS(ctx, cfg, dnsAddr, timeout)
+		if errors.Is(err, ErrPortTaken) && attempt < portAttempts {
+			continue
+		}
+		return p, ports, err
+	}
 }

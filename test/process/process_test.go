@@ -182,6 +182,35 @@ func TestStartCoreDNSPortTaken(t *testing.T) {
 	}
 }
 
+// A port taken before CoreDNS bound it makes StartCoreDNSOnFreePorts pick
+// ports again; a server that serves is returned with its ports; other
+// failures are not retried.
+func TestStartCoreDNSOnFreePortsRetries(t *testing.T) {
+	var tried int
+	p, ports, err := StartCoreDNSOnFreePorts(t.Context(), 1, 10*time.Second, func(ports []int) (Config, string, error) {
+		tried++
+		role := "dns"
+		if tried == 1 {
+			role = "taken"
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		return Config{Name: role, Binary: os.Args[0], Env: []string{"HELPER=" + role, "HELPER_ADDR=" + addr}, Log: filepath.Join(t.TempDir(), "log")}, addr, nil
+	})
+	if err != nil || tried != 2 || len(ports) != 1 {
+		t.Fatalf("got %v after %d tries with ports %v, want the second try serving", err, tried, ports)
+	}
+	p.StopAtCleanup(t)
+
+	tried = 0
+	_, _, err = StartCoreDNSOnFreePorts(t.Context(), 1, 10*time.Second, func(ports []int) (Config, string, error) {
+		tried++
+		return Config{Name: "exit", Binary: os.Args[0], Env: []string{"HELPER=exit"}, Log: filepath.Join(t.TempDir(), "log")}, fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
+	})
+	if err == nil || tried != 1 {
+		t.Fatalf("a server that exits: %v after %d tries, want its error at once", err, tried)
+	}
+}
+
 func TestPIDFileStopsADetachedProcess(t *testing.T) {
 	ports, err := loopback.FreePorts(1)
 	if err != nil {
