@@ -46,19 +46,7 @@ func TestTwoShards(t *testing.T) {
 	synced := replicas[survivor].synced(t)
 	replicas[killed].Kill()
 	at := time.Now()
-	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		m, err := getMetrics(ctx, replicas[survivor].metricsURL)
-		if err != nil {
-			return err
-		}
-		if s := series("leader_election_master_status", "name", shards.LeaseName(0, 2)); m[s] != 1 {
-			return fmt.Errorf("the survivor does not hold shard 0 yet: %s = %v", s, m[s])
-		}
-		if n := m[series("mcs_sync_svc_duration_seconds_count", "result", "success")]; n < synced+servicesPerShard {
-			return fmt.Errorf("the survivor synced %v services since it took shard 0, want its %d", n-synced, servicesPerShard)
-		}
-		return nil
-	})
+	awaitShard0(t, "the survivor", replicas[survivor], synced)
 	took := time.Since(at)
 	t.Logf("the survivor synced shard 0 %s after its holder was killed (lease %s)", took.Round(time.Millisecond), leaderLease)
 	if took > 5*leaderLease+5*time.Second {
@@ -106,22 +94,29 @@ func TestMaxShardsLeavesAShardToTheNextReplica(t *testing.T) {
 	}
 
 	next := startReplicas(t, ns, 1, append(args, fastLeader...)...)[0]
+	awaitShard0(t, "the next replica", next, 0)
+	if w := next.writes(t); len(w) > 0 {
+		t.Errorf("taking shard 0 over an unchanged world wrote %v, want nothing", w)
+	}
+}
+
+// awaitShard0 waits until replica c holds shard 0 of 2 and has synced its
+// servicesPerShard services since it had synced synced.
+func awaitShard0(t *testing.T, who string, c *controller, synced float64) {
+	t.Helper()
 	labtest.Eventually(t, converge, func(ctx context.Context) error {
-		m, err := getMetrics(ctx, next.metricsURL)
+		m, err := getMetrics(ctx, c.metricsURL)
 		if err != nil {
 			return err
 		}
 		if s := series("leader_election_master_status", "name", shards.LeaseName(0, 2)); m[s] != 1 {
-			return fmt.Errorf("the next replica does not hold shard 0: %s = %v", s, m[s])
+			return fmt.Errorf("%s does not hold shard 0 yet: %s = %v", who, s, m[s])
 		}
-		if n := m[series("mcs_sync_svc_duration_seconds_count", "result", "success")]; n < servicesPerShard {
-			return fmt.Errorf("the next replica synced %v services, want shard 0's %d", n, servicesPerShard)
+		if n := m[series("mcs_sync_svc_duration_seconds_count", "result", "success")]; n < synced+servicesPerShard {
+			return fmt.Errorf("%s synced %v services since it took shard 0, want its %d", who, n-synced, servicesPerShard)
 		}
 		return nil
 	})
-	if w := next.writes(t); len(w) > 0 {
-		t.Errorf("taking shard 0 over an unchanged world wrote %v, want nothing", w)
-	}
 }
 
 // startShards writes servicesPerShard services of each of two shards
