@@ -140,7 +140,14 @@ func (c *Controller) Handlers() members.Handlers {
 		Slices:   c.sliceEvent,
 		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
-		Changed:  c.memberChanged,
+		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
+			namespace := obj.GetNamespace()
+			if kind == "Namespace" {
+				namespace = obj.GetName() // as the writer keys the one it creates
+			}
+			return c.track.delivered(trackKey{cluster, kind, namespace, obj.GetName()}, obj, gone)
+		},
+		Changed: c.memberChanged,
 	}
 }
 
@@ -324,10 +331,9 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	}
 	labels := a.labels()
 	if labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
-		// Someone else's change to an imported slice is undone by a sync;
-		// the echo of the controller's own write needs none.
-		svc := labels[mcsv1b1.LabelServiceName]
-		if o, ok := obj.(metav1.Object); svc != "" && (!ok || !c.track.echo(trackKey{cluster, "EndpointSlice", a.namespace, a.name}, o)) {
+		// Someone else's change to an imported slice is undone by a sync
+		// (the echo of the controller's own write never gets here).
+		if svc := labels[mcsv1b1.LabelServiceName]; svc != "" {
 			c.enqueue(a.namespace, svc)
 		}
 		return

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -71,7 +72,13 @@ func (c *Controller) startMCS(ctx context.Context) error {
 			return mcsv1a1informers.NewFilteredMultiClusterServiceInformer(client, ns, r, members.NoIndex, nil)
 		})
 	})
-	if err := infs.AddEventHandler(handler.Each(func(obj any) { c.enqueueObject(obj, "") })); err != nil {
+	err := infs.AddEventHandler(handler.Events(func(obj any, gone bool) {
+		if o, ok := obj.(metav1.Object); ok && c.track.delivered(mcsKey(o.GetNamespace(), o.GetName()), o, gone) {
+			return // the echo of a write of the controller's
+		}
+		c.enqueueObject(obj, "")
+	}))
+	if err != nil {
 		return err
 	}
 	c.hub.mu.Lock()

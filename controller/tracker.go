@@ -125,11 +125,33 @@ func newerOrSame(a, b metav1.Object) bool {
 	return ra >= rb
 }
 
-// echo reports whether obj is what this controller last wrote under k: the
-// informer delivering the controller's own write, which needs no sync.
-func (t *tracker) echo(k trackKey, obj metav1.Object) bool {
+// delivered is told what an informer delivered under k (gone: a
+// deletion), and reports whether it is the controller's own last write,
+// which needs no sync. Once the cache has seen the write, or anything
+// newer, deleted, the cache is the truth and the write is forgotten, as
+// Kubernetes' EndpointSlice tracker forgets a deleted slice: a deletion by
+// someone else then reads as one, and the sync makes the object anew. A
+// write the cache holds stays remembered until latest is next asked: a
+// sync may have read the cache just before it arrived there. Only
+// resourceVersions are compared, which cost no decoding of a packed
+// object: within a resource they name one write.
+func (t *tracker) delivered(k trackKey, obj metav1.Object, gone bool) (echo bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w, ok := t.objs[k]
-	return ok && w.obj != nil && w.obj.GetUID() == obj.GetUID() && w.obj.GetResourceVersion() == obj.GetResourceVersion()
+	switch {
+	case !ok:
+		return false
+	case w.obj == nil: // deleted by us: the cache holds nothing once it saw a deletion
+		if gone {
+			delete(t.objs, k)
+		}
+		return false
+	case !newerOrSame(obj, w.obj):
+		return false // an older state, or the object deleted before ours was made
+	case gone:
+		delete(t.objs, k)
+		return false
+	}
+	return obj.GetResourceVersion() == w.obj.GetResourceVersion()
 }

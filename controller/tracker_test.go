@@ -68,28 +68,48 @@ func TestTrackerSweepsWhenIdle(t *testing.T) {
 	}
 }
 
-func TestTrackerEcho(t *testing.T) {
-	tr := newTracker()
+// An informer delivering the controller's own write is an echo; once it
+// delivers the write deleted, the write is forgotten: the deletion reads
+// as one.
+func TestTrackerDelivered(t *testing.T) {
 	k := trackKey{cluster: "m2", kind: "EndpointSlice", namespace: "ns", name: "imported-m1-foo"}
 	written := object("a", "10")
-	if tr.echo(k, written) {
-		t.Error("nothing written: an echo")
-	}
-	tr.wrote(k, written)
 	for _, tc := range []struct {
-		obj  *corev1.Service
-		echo bool
+		name      string
+		obj       *corev1.Service
+		gone      bool
+		echo      bool
+		forgotten bool
 	}{
-		{object("a", "10"), true},  // the write itself
-		{object("a", "11"), false}, // someone's change after it
-		{object("b", "10"), false}, // another object of that name
+		{"the write itself", object("a", "10"), false, true, false},
+		{"someone's change after it", object("a", "11"), false, false, false},
+		{"an older state", object("a", "9"), false, false, false},
+		{"the write deleted by someone", object("a", "10"), true, false, true},
+		{"an object deleted before it was made", object("z", "8"), true, false, false},
 	} {
-		if got := tr.echo(k, tc.obj); got != tc.echo {
-			t.Errorf("echo(%s, rv %s) = %t, want %t", tc.obj.UID, tc.obj.ResourceVersion, got, tc.echo)
+		tr := newTracker()
+		if tr.delivered(k, tc.obj, tc.gone) {
+			t.Errorf("%s, nothing written: an echo", tc.name)
+		}
+		tr.wrote(k, written)
+		if got := tr.delivered(k, tc.obj, tc.gone); got != tc.echo {
+			t.Errorf("%s: echo %t, want %t", tc.name, got, tc.echo)
+		}
+		if _, kept := tr.objs[k]; kept == tc.forgotten {
+			t.Errorf("%s: write kept %t, want %t", tc.name, kept, !tc.forgotten)
+		}
+		if tc.gone && tc.forgotten && tr.latest(k, nil) != nil {
+			t.Errorf("%s: latest is the forgotten write, want nothing", tc.name)
 		}
 	}
+
+	tr := newTracker()
 	tr.deleted(k, "a")
-	if tr.echo(k, written) {
-		t.Error("deleted: the last write's copy is no echo")
+	if tr.delivered(k, written, false) {
+		t.Error("deleted by us: the last write's copy is no echo")
+	}
+	tr.delivered(k, written, true)
+	if _, kept := tr.objs[k]; kept {
+		t.Error("our deletion is remembered after the informer delivered it")
 	}
 }

@@ -17,10 +17,15 @@ func Unwrap(obj any) any {
 // Each calls fn with the object of every addition, update (the new state)
 // and deletion.
 func Each(fn func(obj any)) cache.ResourceEventHandler {
+	return Events(func(obj any, _ bool) { fn(obj) })
+}
+
+// Events is Each for a handler that tells a deletion (gone) from the rest.
+func Events(fn func(obj any, gone bool)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    fn,
-		UpdateFunc: func(_, obj any) { fn(obj) },
-		DeleteFunc: func(obj any) { fn(Unwrap(obj)) },
+		AddFunc:    func(obj any) { fn(obj, false) },
+		UpdateFunc: func(_, obj any) { fn(obj, false) },
+		DeleteFunc: func(obj any) { fn(Unwrap(obj), true) },
 	}
 }
 

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,5 +45,22 @@ func TestTyped(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("call %d = %v, want %v", i, got[i], want[i])
 		}
+	}
+}
+
+func TestEventsTellDeletions(t *testing.T) {
+	a := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	var gone []bool
+	h := Events(func(obj any, g bool) {
+		if obj != a {
+			t.Errorf("got %#v, want the Service", obj)
+		}
+		gone = append(gone, g)
+	})
+	h.OnAdd(a, false)
+	h.OnUpdate(nil, a)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "a", Obj: a})
+	if want := []bool{false, false, true}; !slices.Equal(gone, want) {
+		t.Errorf("gone %v, want %v", gone, want)
 	}
 }

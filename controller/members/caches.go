@@ -163,15 +163,31 @@ func (c *caches) all() []cache.SharedIndexInformer {
 	return out
 }
 
-// handle sends the informers' events to h. Objects already cached arrive
-// as additions.
+// handle sends the informers' events to h: each to h.Delivered first,
+// then, unless an echo, to its kind's handler, on the same goroutine so
+// that the kind's handler finds Delivered done. Objects already cached
+// arrive as additions.
 func (c *caches) handle(cluster string, h Handlers) error {
-	for s, fn := range map[*Scoped]func(string, any){&c.services: h.Services, &c.slices: h.Slices, &c.exports: h.Exports, &c.imports: h.Imports} {
-		if err := s.AddEventHandler(handler.Each(func(obj any) { fn(cluster, obj) })); err != nil {
+	delivered := func(kind string, obj any, gone bool) bool {
+		o, ok := obj.(metav1.Object)
+		return ok && h.Delivered != nil && h.Delivered(cluster, kind, o, gone)
+	}
+	for _, k := range []struct {
+		kind string
+		s    Scoped
+		fn   func(string, any)
+	}{{"Service", c.services, h.Services}, {"EndpointSlice", c.slices, h.Slices}, {"ServiceExport", c.exports, h.Exports}, {"ServiceImport", c.imports, h.Imports}} {
+		err := k.s.AddEventHandler(handler.Events(func(obj any, gone bool) {
+			if !delivered(k.kind, obj, gone) {
+				k.fn(cluster, obj)
+			}
+		}))
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err := c.namespaces.AddEventHandler(handler.Events(func(obj any, gone bool) { delivered("Namespace", obj, gone) }))
+	return err
 }
 
 // count keeps held, and calls full once it passes max. A handler sees an

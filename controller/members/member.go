@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -26,6 +27,12 @@ import (
 // with the member's name so that one handler serves them all.
 type Handlers struct {
 	Services, Slices, Exports, Imports func(cluster string, obj any)
+	// Delivered is told first of every object the informers deliver
+	// (Namespaces too), by kind, with
+	// gone for a deletion. It reports whether the object is the echo of
+	// the controller's own write, which the kind's handler is then not
+	// called for. Optional.
+	Delivered func(cluster, kind string, obj metav1.Object, gone bool) (echo bool)
 	// Changed is called when a member is added, removed, replaced, syncs,
 	// or becomes reachable or unreachable.
 	Changed func(cluster string)
