@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,11 +156,16 @@ func (w *writer) service(name string) *corev1.Service {
 func (w *writer) propagate(ctx context.Context, name string, want *corev1.Service) error {
 	have := w.service(name)
 	switch {
-	case have != nil && (!ours(have) || derivedService(have)):
-		// The user's, or the derived Service of the service whose
-		// derived- name this one's name is (a Service named derived-foo
-		// beside foo): not a propagated one.
+	case have != nil && !ours(have):
+		return nil // the member's own Service
+	case have != nil && derivedService(have) && want == nil:
 		return nil
+	case have != nil && derivedService(have):
+		// The derived Service of the service whose derived- name this
+		// one's name is (derived-foo beside foo) keeps the name: it
+		// serves foo's imported endpoints, which replacing it would cut.
+		return fmt.Errorf("Service %s/%s is the derived Service of %s, which keeps the name: %w",
+			w.namespace, name, strings.TrimPrefix(name, api.DerivedPrefix), errNameTaken)
 	case want == nil && have == nil:
 		return nil
 	case want == nil:
@@ -262,6 +268,9 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 // errLeftAlone: a Service of the user's holds the name derived-<name>.
 var errLeftAlone = errors.New("left alone, and no slices imported")
 
+// errNameTaken: a derived Service holds the name of a propagated one.
+var errNameTaken = errors.New("not propagated")
+
 // ensureDerived makes derived-<name>: selector-less, owned by the import
 // when the import is the controller's, with the import's ports and IP
 // families; headless when the import is.
@@ -296,7 +305,9 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	}
 	upd := have.DeepCopy()
 	families, recreate := setFamilies(upd, want)
-	if desired.IsHeadless(have) != want.Headless || recreate { // clusterIP and the first family are immutable
+	// clusterIP and the first family are immutable; a propagated Service
+	// of the name (a MultiClusterService derived-<name>'s) yields it.
+	if desired.IsHeadless(have) != want.Headless || recreate || !derivedService(have) {
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
 		}
@@ -484,7 +495,7 @@ func (w *writer) remove(ctx context.Context, name string) error {
 			}
 		}
 	}
-	if d := w.service(api.DerivedPrefix + name); d != nil && ours(d) {
+	if d := w.service(api.DerivedPrefix + name); d != nil && ours(d) && derivedService(d) {
 		if err := w.deleteService(ctx, d); err != nil {
 			return err
 		}

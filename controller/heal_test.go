@@ -2,11 +2,15 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -65,4 +69,44 @@ func awaitQueued(t *testing.T, c *Controller, key string) bool {
 		return queued(c, key), nil
 	})
 	return err == nil
+}
+
+// A MultiClusterService named derived-bar whose hub Service is propagated
+// holds that name in the members until bar is imported there: bar's
+// derived Service takes the name, and derived-bar says so on its
+// ServiceApplied. A sync of either deletes nothing of the other's, and a
+// second sync of each writes nothing.
+func TestNamesThatCollide(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("derived-bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m3}, []v1alpha1.ClusterName{m2}, true), service("derived-bar", false, t0)},
+		m1:  {ns1(), service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2")},
+		m2:  {ns1()},
+		m3:  {ns1(), service("derived-bar", false, t0), slice("derived-bar", "db-1", 1, "10.3.0.1")},
+	})
+	expect(t, "derived-bar", f.sync("demo/derived-bar"), writes{
+		hub: {"update multiclusterservices/status demo/derived-bar"},
+		m2:  append([]string{"create services demo/derived-bar"}, firstImport("derived-bar", "imported-member3-db-1")...),
+	})
+	expect(t, "bar, not imported anywhere", f.sync("demo/bar"), writes{})
+	expect(t, "derived-bar again", f.sync("demo/derived-bar"), writes{})
+
+	f.change(hub, multiClusterService("bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true), "create")
+	expect(t, "bar imported", f.sync("demo/bar"), writes{
+		hub: {"update multiclusterservices/status demo/bar"},
+		m2: {"create serviceimports demo/bar", "delete services demo/derived-bar", "create services demo/derived-bar", "update serviceimports demo/bar",
+			"update serviceimports/status demo/bar", "create endpointslices demo/imported-member1-bar-1"},
+	})
+	expect(t, "derived-bar yields", f.sync("demo/derived-bar"), writes{hub: {"update multiclusterservices/status demo/derived-bar"}})
+	c := meta.FindStatusCondition(f.mcsOf("derived-bar").Status.Conditions, v1alpha1.ServiceApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonNameTaken || !strings.Contains(c.Message, "member2: Service demo/derived-bar is the derived Service of bar") {
+		t.Errorf("derived-bar's ServiceApplied %+v, want False, NameTaken, naming member2 and bar", c)
+	}
+	if got := f.serviceOf(m2, "derived-bar"); got.Spec.Selector != nil || got.Labels[mcsv1b1.LabelServiceName] != "bar" {
+		t.Errorf("member2's derived-bar %+v, want bar's derived Service", got)
+	}
+	expect(t, "bar again", f.sync("demo/bar"), writes{})
+	expect(t, "derived-bar once more", f.sync("demo/derived-bar"), writes{})
+	if err := f.c.sync(t.Context(), "demo/derived-bar"); err != nil {
+		t.Errorf("a name taken is retried: %v", err)
+	}
 }

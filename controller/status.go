@@ -32,6 +32,7 @@ const (
 	reasonClusterUnreachable = "ClusterUnreachable"
 	reasonClusterLeft        = "ClusterLeft"
 	reasonCleanupPending     = "CleanupPending"
+	reasonNameTaken          = "NameTaken"
 )
 
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
@@ -154,6 +155,9 @@ func serviceApplied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *
 	targets := slices.Sorted(maps.Keys(plan.Propagate))
 	if msg := join(out.propagateErrs, unreachableIn(out, targets)); msg != "" {
 		return falseCond(v1alpha1.ServiceApplied, reasonApplyFailed, msg)
+	}
+	if msg := join(out.namesTaken, nil); msg != "" {
+		return falseCond(v1alpha1.ServiceApplied, reasonNameTaken, msg)
 	}
 	return trueCond(v1alpha1.ServiceApplied, reasonApplied, "Service applied to "+consumers(mcs, targets))
 }

@@ -180,6 +180,10 @@ type outcome struct {
 	// pending are members whose writes the sync did not wait for
 	// (fanout.go): the service is synced again when they end.
 	pending []string
+	// namesTaken are propagated Services another object of the
+	// controller's holds the name of: reported, not retried, since the
+	// deletion of that object queues the service.
+	namesTaken []string
 }
 
 func (o *outcome) wait(cluster string) {
@@ -195,8 +199,10 @@ func (o *outcome) merge(other *outcome) {
 	defer o.mu.Unlock()
 	o.propagateErrs = append(o.propagateErrs, other.propagateErrs...)
 	o.applyErrs = append(o.applyErrs, other.applyErrs...)
+	o.namesTaken = append(o.namesTaken, other.namesTaken...)
 	slices.Sort(o.propagateErrs)
 	slices.Sort(o.applyErrs)
+	slices.Sort(o.namesTaken)
 	for c, msg := range other.unreachable {
 		if o.unreachable == nil {
 			o.unreachable = map[string]string{}
@@ -217,6 +223,10 @@ func (o *outcome) cannotReach(cluster string, err error) {
 func (o *outcome) propagateFailed(cluster string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if errors.Is(err, errNameTaken) {
+		o.namesTaken = append(o.namesTaken, cluster+": "+err.Error())
+		return
+	}
 	o.propagateErrs = append(o.propagateErrs, cluster+": "+err.Error())
 }
 
