@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"golang.org/x/time/rate"
@@ -62,6 +63,9 @@ type Options struct {
 	// as stale, as its Leases source-<member> do in coredns-mcs: their
 	// duration. 0: never.
 	StaleAfter time.Duration
+	// Clock is the queue's, for its delays; nil: the real clock. Unit
+	// tests give the members' fake one.
+	Clock clock.WithTicker
 }
 
 // Controller syncs every multi-cluster service.
@@ -108,7 +112,7 @@ func New(opts Options) *Controller {
 				workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
 				&workqueue.TypedBucketRateLimiter[string]{Limiter: newBucket()},
 			),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
 		track:   newTracker(),
 		slots:   newSlots(opts.MemberInFlight),
@@ -364,8 +368,8 @@ func (c *Controller) relevant(namespace, name string) bool {
 }
 
 // memberChanged queues every service when a member comes, goes, syncs or
-// changes reachability, and again once a member that is not healthy now
-// would be stale (desired/stale.go). A member that joined and is still
+// changes reachability; a sync that finds a provider unhealthy queues its
+// service again for when it would be stale (recheckStale). A member that joined and is still
 // being probed and listed queues nothing until it has settled: every
 // service would otherwise report it unreachable, then recover, two status
 // writes and two Events each (a join of a 10,000-service fleet).
@@ -374,9 +378,6 @@ func (c *Controller) memberChanged(name string) {
 		return
 	}
 	c.enqueueAll()
-	if c.opts.StaleAfter > 0 {
-		c.enqueueAllAfter(c.opts.StaleAfter)
-	}
 }
 
 // member is the registered member of that name, or nil.
@@ -389,14 +390,12 @@ func (c *Controller) member(name string) *members.Member {
 	return nil
 }
 
-// enqueueAll queues every service something multi-cluster is asked of, or
-// that a member holds an object of the controller's for.
-func (c *Controller) enqueueAll() { c.enqueueAllAfter(0) }
-
 // Resync queues every service: those of the shards just held too.
 func (c *Controller) Resync() { c.enqueueAll() }
 
-func (c *Controller) enqueueAllAfter(delay time.Duration) {
+// enqueueAll queues every service something multi-cluster is asked of, or
+// that a member holds an object of the controller's for.
+func (c *Controller) enqueueAll() {
 	keys := c.hub.keys()
 	for _, m := range c.opts.Members.List() {
 		keys = append(keys, m.ExportKeys()...)
@@ -406,7 +405,7 @@ func (c *Controller) enqueueAllAfter(delay time.Duration) {
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
 		if c.mineKey(k) {
-			c.queue.AddAfter(k, delay)
+			c.queue.Add(k)
 		}
 	}
 }

@@ -170,7 +170,7 @@ func (f *fixture) start() {
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
 		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, Namespaces: f.opts.Namespaces,
-		Selector: f.selector(),
+		Selector: f.selector(), Clock: f.opts.Clock,
 	})
 	if err != nil {
 		t.Fatal(err)

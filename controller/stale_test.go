@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -65,4 +66,45 @@ func awaitSynced(t *testing.T, f *fixture, member string) {
 	if err != nil {
 		t.Fatalf("%s never became healthy", member)
 	}
+}
+
+// A quiet service's endpoints are marked once their provider has been
+// unhealthy for the Lease's duration, also when an earlier add of the key
+// was pending then (a retry backing off, another change): client-go's
+// delaying queue keeps only the earlier of two, and every sync asks again
+// for the time left. The clock is a fake one, stepped by the test.
+func TestStaleMarkingAlwaysFires(t *testing.T) {
+	const staleAfter = 20 * time.Second
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
+		m3: {ns1()},
+	}, withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
+	f.sync("demo/foo")
+	queued(f.c, "") // empty the queue
+
+	f.c.queue.AddAfter("demo/foo", time.Second) // pending before member1 stops
+	f.setDown(m1, true)
+	if !awaitQueued(t, f.c, "demo/foo") {
+		t.Fatal("member1 unreachable: demo/foo not queued")
+	}
+	expect(t, "unreachable, not yet stale", f.sync("demo/foo"), writes{m2: {"update serviceexports/status demo/foo"}})
+
+	fc.Step(time.Second)
+	if !awaitQueued(t, f.c, "demo/foo") {
+		t.Fatal("the add pending before member1 stopped never came")
+	}
+	expect(t, "a second later", f.sync("demo/foo"), writes{})
+
+	fc.Step(staleAfter - time.Second - time.Millisecond)
+	expect(t, "just before it would be stale", f.sync("demo/foo"), writes{})
+	queued(f.c, "") // what its echoes queued
+	fc.Step(time.Millisecond)
+	if !awaitQueued(t, f.c, "demo/foo") {
+		t.Fatal("member1 stale: demo/foo not queued")
+	}
+	mark := []string{"update endpointslices demo/imported-member1-foo-1"}
+	expect(t, "stale", f.sync("demo/foo"), writes{m2: mark, m3: mark})
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }

@@ -43,6 +43,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 	in := c.input(namespace, name, mcs)
 	plan := desired.Compute(in)
+	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
 	out := outcome{}
 	switch {
@@ -64,6 +65,35 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		}
 	}
 	return out.err()
+}
+
+// recheckStale queues the service again for when the first of its
+// unhealthy providers would be stale, so that its endpoints are marked
+// then (desired/stale.go) however quiet it is. Every sync asks anew:
+// client-go's delaying queue keeps only the earlier of two pending adds of
+// a key, so one add alone could be swallowed by an earlier one (a retry,
+// another member's change), but the sync that earlier add runs asks again.
+func (c *Controller) recheckStale(key string, plan *desired.Plan) {
+	if c.opts.StaleAfter <= 0 {
+		return
+	}
+	var providers []string
+	if plan.Import != nil {
+		providers = plan.Import.Clusters
+	}
+	var next time.Duration
+	for _, name := range slices.Concat(providers, plan.Unknown) {
+		m := c.member(name)
+		if m == nil || m.Healthy() {
+			continue
+		}
+		if left := c.opts.StaleAfter - m.UnhealthyFor(); left > 0 && (next == 0 || left < next) {
+			next = left
+		}
+	}
+	if next > 0 {
+		c.queue.AddAfter(key, next)
+	}
 }
 
 // keptValid is what lastValid keeps of a valid MultiClusterService: the

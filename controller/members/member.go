@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
@@ -89,22 +90,25 @@ type Member struct {
 	// stopped, and it counts as unreachable until overflowUntil.
 	overflowErr   error
 	overflowUntil time.Time
-	// lastHealthy is when a probe last found it healthy, or when it was
-	// made (UnhealthyFor).
-	lastHealthy time.Time
+	// lastHealthy is when a probe last found it healthy, or found it no
+	// longer healthy, or when it was made (UnhealthyFor); healthyAtProbe
+	// whether the last probe found it healthy.
+	lastHealthy    time.Time
+	healthyAtProbe bool
+	clock          clock.PassiveClock
 }
 
 // New makes a member reached through the given clients, Kube also being
 // its Control; nothing runs until a Registry starts it. Tests build
 // members over fake clientsets.
 func New(name, source string, kube kubernetes.Interface, mcs mcsclient.Interface) *Member {
-	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, Control: kube, lastErr: fmt.Errorf("not contacted yet"), lastHealthy: time.Now()}
+	return &Member{Name: name, Source: source, Kube: kube, MCS: mcs, Control: kube, lastErr: fmt.Errorf("not contacted yet"), lastHealthy: time.Now(), clock: clock.RealClock{}}
 }
 
 // brokenMember stands for a registration that cannot be used (a bad
 // kubeconfig): it is never reachable, and says why.
 func brokenMember(name, source string, err error) *Member {
-	return &Member{Name: name, Source: source, lastErr: err, lastHealthy: time.Now()}
+	return &Member{Name: name, Source: source, lastErr: err, lastHealthy: time.Now(), clock: clock.RealClock{}}
 }
 
 // Reachable reports whether the member answered its last probe, and the
@@ -143,15 +147,18 @@ func (m *Member) Healthy() bool {
 }
 
 // UnhealthyFor is how long the member has not been healthy, as of its
-// last probe: since a probe last found it healthy, or since it was
-// registered. 0 while it is healthy.
+// probes: since the probe that found it no longer healthy, or since it was
+// registered. 0 while it is healthy. Its Leases source-<member> are
+// renewed while it is healthy (controller/leases), so none was renewed
+// after that probe: UnhealthyFor passes their duration no sooner than
+// they expire.
 func (m *Member) UnhealthyFor() time.Duration {
 	if m.Healthy() {
 		return 0
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return time.Since(m.lastHealthy)
+	return m.clock.Since(m.lastHealthy)
 }
 
 // Retiring reports whether the member was deregistered and is being

@@ -90,11 +90,15 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	m.reachable, m.lastErr, m.probed = err == nil || (was && m.failures < failureThreshold), err, true
 	now, failures := m.reachable, m.failures
 	m.mu.Unlock()
-	if m.Healthy() {
-		m.mu.Lock()
-		m.lastHealthy = time.Now()
-		m.mu.Unlock()
+	// The probe that first finds it unhealthy counts as healthy too: the
+	// Leases were renewed until then.
+	healthy := m.Healthy()
+	m.mu.Lock()
+	if healthy || m.healthyAtProbe {
+		m.lastHealthy = m.clock.Now()
 	}
+	m.healthyAtProbe = healthy
+	m.mu.Unlock()
 	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
 	if c := m.current(); c != nil {
 		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))

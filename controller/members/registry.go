@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Options say how members are registered and reached.
@@ -53,6 +54,10 @@ type Options struct {
 	// may export from (--export-namespaces); a member absent here is
 	// bounded by its Secret's annotation only, if any.
 	ExportNamespaces map[string][]string
+	// Clock tells the time of probes, for how long a member has not been
+	// healthy (Member.UnhealthyFor); nil: the real clock. Unit tests give
+	// a fake one.
+	Clock clock.PassiveClock
 	// Members are members made by New, registered as they are: unit tests
 	// register members over fake clientsets. Like contexts, no Secret
 	// takes their names.
@@ -107,6 +112,10 @@ func NewRegistry(opts Options) (*Registry, error) {
 // objects it may make the controller hold, and of which namespaces.
 func (r *Registry) bounded(m *Member) *Member {
 	m.maxObjects, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.Namespaces, r.opts.Selector
+	if r.opts.Clock != nil {
+		m.clock = r.opts.Clock
+		m.lastHealthy = m.clock.Now()
+	}
 	if namespaces, ok := r.opts.ExportNamespaces[m.Name]; ok {
 		m.bounds = append(m.bounds, bound{namespaces, "--export-namespaces"})
 	}

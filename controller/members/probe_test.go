@@ -1,0 +1,66 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsapifake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+)
+
+// A member counts as unhealthy from the probe that found it so, not from
+// the probe before, which it passed on the grace of failureThreshold: its
+// Leases were renewed until then, and marking its endpoints stale before
+// they expire would cut it off before coredns-mcs does.
+func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
+	// mcs-api's fake cannot stream a list to an informer.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	kube := k8sfake.NewSimpleClientset()
+	kube.Resources = []*metav1.APIResourceList{{GroupVersion: mcsv1b1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{
+		{Name: mcsapi.ServiceExports, Namespaced: true}, {Name: mcsapi.ServiceImports, Namespaced: true},
+	}}}
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := New("member1", "fake member1", kube, mcsapifake.NewSimpleClientset())
+	m.clock, m.lastHealthy = fc, fc.Now()
+	none := func(string, any) {}
+	h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
+	var down error
+	ready := func(context.Context, *Member) error { return down }
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	m.probe(ctx, h, ready) // starts the informers
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return m.Synced(), nil }); err != nil {
+		t.Fatal("never synced")
+	}
+	m.probe(ctx, h, ready)
+	if !m.Healthy() {
+		t.Fatalf("not healthy: %v", m.Err())
+	}
+	down = errors.New("dial tcp: connection refused")
+	fc.Step(5 * time.Second)
+	m.probe(ctx, h, ready)
+	if !m.Healthy() {
+		t.Fatal("unhealthy after one failed probe, want the grace of failureThreshold")
+	}
+	fc.Step(5 * time.Second)
+	m.probe(ctx, h, ready)
+	if m.Healthy() {
+		t.Fatal("healthy after two failed probes")
+	}
+	fc.Step(20 * time.Second)
+	m.probe(ctx, h, ready)
+	if got := m.UnhealthyFor(); got != 20*time.Second {
+		t.Errorf("unhealthy for %s, want 20s: since the probe that found it so", got)
+	}
+}
