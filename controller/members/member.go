@@ -6,8 +6,10 @@
 // Secret registers a name, config.go makes their clients (untrusted.go
 // checks a Secret's kubeconfig), probe.go is the reachability
 // state machine, caches.go the informers (scoped.go: one per namespace
-// synced), trim.go and intern.go what they keep of each object, read.go
-// what the sync reads of them, mcs.go the typed MCS API writes,
+// synced), trim.go what they keep of each object (packed.go and
+// compress.go: held packed), read.go what the sync reads of them, mcs.go
+// the typed MCS API writes, responses.go the bound on what a member's
+// API server may answer, bounds.go the namespaces it may export from,
 // metrics.go the counters.
 package members
 
