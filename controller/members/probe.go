@@ -230,12 +230,22 @@ func (m *Member) freshCaches(ctx context.Context) (*caches, error) {
 }
 
 // swap puts the fresh informers in place of the old ones, which stop.
+// Fresh informers that were stopped while they listed (the member
+// overflowed, or was cut off again) are not put in place: they would
+// count as synced with what they held when they stopped, and renew the
+// member's Leases from it. The old ones may be gone already (overflow).
 func (m *Member) swap(fresh *caches, h Handlers) error {
 	m.mu.Lock()
+	if m.fresh != fresh {
+		m.mu.Unlock()
+		return errors.New("its informers were stopped while they listed it afresh")
+	}
 	old := m.caches
 	m.caches, m.fresh, m.cutOff = fresh, nil, false
 	m.mu.Unlock()
-	old.stop()
+	if old != nil {
+		old.stop()
+	}
 	return fresh.handle(m.Name, h)
 }
 

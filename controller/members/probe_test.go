@@ -64,3 +64,52 @@ func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
 		t.Errorf("unhealthy for %s, want 20s: since the probe that found it so", got)
 	}
 }
+
+// Informers listed afresh and stopped meanwhile (the member overflowed)
+// are never put in place, and old ones that overflowed meanwhile are not
+// stopped twice: a swap racing an overflow leaves the member either with
+// running caches or with none, never with stopped ones.
+func TestSwapRacingOverflow(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	m := New("member1", "fake member1", k8sfake.NewSimpleClientset(), mcsapifake.NewSimpleClientset())
+	m.exports, m.imports = mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion
+	none := func(string, any) {}
+	h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
+	ctx := t.Context()
+	listed := func() *caches {
+		t.Helper()
+		c, err := m.freshCaches(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	m.caches = listed()
+	m.fresh = nil
+	fresh := listed()
+	m.overflow(fresh)
+	if err := m.swap(fresh, h); err == nil || m.current() == fresh {
+		t.Fatalf("caches stopped while listing were swapped in (err %v)", err)
+	}
+
+	for range 50 {
+		old := listed()
+		m.mu.Lock()
+		m.caches, m.fresh = old, nil
+		m.mu.Unlock()
+		fresh := listed()
+		done := make(chan error)
+		go func() { done <- m.swap(fresh, h) }()
+		m.overflow(old)
+		m.overflow(fresh)
+		<-done
+		if c := m.current(); c != nil {
+			select {
+			case <-c.done:
+				t.Fatal("the member holds stopped caches")
+			default:
+			}
+		}
+	}
+}
