@@ -68,10 +68,11 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 // providedByUnknown reports whether a member whose caches have not synced
 // provided the service to this member when it was last written: it is
 // named in the import's status.clusters, or is the source of an imported
-// slice. Deleting the MultiClusterService, or the last ServiceExport of a
-// known provider, then still cleans the member at once.
+// slice. Deleting the MultiClusterService, the last ServiceExport of a
+// known provider, or the operator's leave to export it, then still cleans
+// the member at once.
 func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
-	if plan.Deleting {
+	if plan.Deleting || plan.Unexportable != nil {
 		return false
 	}
 	if imp := w.serviceImport(name); imp != nil {

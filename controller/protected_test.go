@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -174,4 +175,57 @@ func TestWatchNamespacesHoldOnlyThose(t *testing.T) {
 	if keys := m.ManagedKeys(); !slices.Equal(keys, []string{"demo/foo"}) {
 		t.Errorf("member1's managed keys %v, want demo/foo", keys)
 	}
+}
+
+// Withdrawing --allow-export removes what was imported from every
+// consumer, whether the service came by a ServiceExport or a
+// MultiClusterService, and deleting the MultiClusterService afterwards
+// finishes with nothing left to clean.
+func TestAllowExportWithdrawn(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2"), export("bar", t0)},
+		m2:  {ns1()},
+		m3:  {ns1()},
+	}, withOptions(Options{Namespace: ns, AllowExport: []string{ns}}))
+	f.sync("demo/foo")
+	f.sync("demo/bar")
+
+	f.opts.AllowExport = nil
+	f.restart()
+	expect(t, "foo no longer allowed", f.sync("demo/foo"), writes{hub: {"update multiclusterservices/status demo/foo"}, m2: cleaned})
+	expect(t, "foo again", f.sync("demo/foo"), writes{})
+	bar := []string{"delete endpointslices demo/imported-member1-bar-1", "delete services demo/derived-bar", "delete serviceimports demo/bar"}
+	expect(t, "bar no longer allowed", f.sync("demo/bar"), writes{m1: append(slices.Clone(bar), "update serviceexports/status demo/bar"), m2: bar, m3: bar})
+	expect(t, "bar again", f.sync("demo/bar"), writes{})
+
+	gone := f.mcsOf("foo")
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f.change(hub, gone, "update")
+	expect(t, "foo deleted", f.sync("demo/foo"), writes{hub: {"patch multiclusterservices demo/foo"}})
+}
+
+// Narrowing --export-namespaces so that a provider may no longer export
+// from the namespace removes its endpoints from every consumer: with
+// another provider left, its slices; with none, the import.
+func TestExportNamespacesNarrowed(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m3: {ns1(), service("foo", false, t0), slice("foo", "foo-3", 1, "10.3.0.1"), export("foo", t0)},
+	})
+	f.sync("demo/foo")
+	f.bounds = map[string][]string{m3: {"shop"}}
+	f.restart()
+	slice3 := []string{"update serviceimports/status demo/foo", "delete endpointslices demo/imported-member3-foo-3"}
+	expect(t, "member3 narrowed", f.sync("demo/foo"), writes{
+		m1: slice3, m2: slice3, m3: append(slices.Clone(slice3), "update serviceexports/status demo/foo"),
+	})
+	expect(t, "again", f.sync("demo/foo"), writes{})
+	f.bounds = map[string][]string{m1: {"shop"}, m3: {"shop"}}
+	f.restart()
+	foo := []string{"delete endpointslices demo/imported-member1-foo-1", "delete services demo/derived-foo", "delete serviceimports demo/foo"}
+	expect(t, "both narrowed", f.sync("demo/foo"), writes{
+		m1: append(slices.Clone(foo), "update serviceexports/status demo/foo"), m2: foo, m3: foo,
+	})
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }

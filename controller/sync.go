@@ -46,11 +46,10 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
 	out := outcome{}
-	switch {
-	case followed.Invalid == "" && followed.Unexportable == nil:
+	// A service no member may export (protected, its name too long)
+	// imports nothing: what it imported while it was allowed goes.
+	if followed.Invalid == "" || followed.Unexportable != nil {
 		c.applyMembers(ctx, namespace, name, followed, &out, seen)
-		c.reportExports(ctx, namespace, name, followed, &out)
-	case followed.Unexportable != nil:
 		c.reportExports(ctx, namespace, name, followed, &out)
 	}
 	if mcs != nil {
