@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +113,48 @@ func TestSwapRacingOverflow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A member deregistered while healthy retires; once it can no longer be
+// reached it is let go, as one unreachable when deregistered is at once,
+// rather than hold its name (and every deleting MultiClusterService's
+// finalizer) until it is back.
+func TestRetiringMemberThatGoesAwayIsLetGo(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	kube := k8sfake.NewSimpleClientset()
+	kube.Resources = []*metav1.APIResourceList{{GroupVersion: mcsv1b1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{
+		{Name: mcsapi.ServiceExports, Namespaced: true}, {Name: mcsapi.ServiceImports, Namespaced: true},
+	}}}
+	m := New("member1", "fake member1", kube, mcsapifake.NewSimpleClientset())
+	var down atomic.Bool
+	r, err := NewRegistry(Options{Members: []*Member{m}, ProbeEvery: 10 * time.Millisecond, Ready: func(context.Context, *Member) error {
+		if down.Load() {
+			return errors.New("dial tcp: connection refused")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, any) {}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, Handlers{Services: none, Slices: none, Exports: none, Imports: none})
+	}()
+	defer func() { cancel(); <-done }()
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatal(what)
+		}
+	}
+	poll("member1 never became healthy", m.Healthy)
+	r.remove("member1", "fake member1")
+	if !m.Retiring() || r.get("member1") != m {
+		t.Fatal("member1 deregistered while healthy did not retire")
+	}
+	down.Store(true)
+	poll("member1, retiring and unreachable, was never let go", func() bool { return r.get("member1") == nil })
 }

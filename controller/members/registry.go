@@ -128,7 +128,7 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 	r.mu.Lock()
 	r.h = h
 	for _, m := range r.members {
-		m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
+		m.start(r.handlers(), r.opts.ProbeEvery, r.opts.Ready)
 	}
 	r.mu.Unlock()
 	if r.secrets != nil {
@@ -243,7 +243,7 @@ func (r *Registry) put(m *Member) {
 	if prev != nil {
 		prev.stop()
 	}
-	m.start(r.h, r.opts.ProbeEvery, r.opts.Ready)
+	m.start(r.handlers(), r.opts.ProbeEvery, r.opts.Ready)
 	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }
@@ -254,6 +254,24 @@ func (r *Registry) drop(m *Member) {
 	objectsGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
+}
+
+// handlers are the members' handlers: r.h, with one thing the registry
+// does first when a member changes. A retiring member that can no longer
+// be reached is let go, as one that cannot be reached when it is
+// deregistered goes at once: nothing can clean it, what it holds stays as
+// it is, and a Secret that waits for its name takes over.
+func (r *Registry) handlers() Handlers {
+	h := r.h
+	h.Changed = func(name string) {
+		if m := r.get(name); m != nil && m.Retiring() {
+			if ok, _ := m.Reachable(); !ok {
+				go r.Retired(name) // Retired stops m's probe, which calls this
+			}
+		}
+		r.changed(name)
+	}
+	return h
 }
 
 func (r *Registry) changed(name string) {

@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -148,10 +149,17 @@ func duplicateFix(cur *Member) string {
 
 // register makes the member a Secret registers; one that cannot be used
 // registers a broken member that says why: an unreachable member, never a
-// removed one, so nothing it provided is deleted because of a typo.
+// removed one, so nothing it provided is deleted because of a typo. A
+// change that breaks the Secret of a usable member is refused instead.
 func (r *Registry) register(s *corev1.Secret) {
 	name, source := s.Labels[api.LabelCluster], sourceOf(s)
 	m, err := fromSecret(name, source, s, r.opts.QPS, r.opts.Burst, r.opts.AllowInsecureTLS)
+	if cur := r.get(name); err != nil && cur != nil && cur.secret == key(s) && cur.Kube != nil {
+		// A bad edit of a working member's Secret: the member goes on as
+		// it was, as it does when a duplicate is refused.
+		r.refuse(s, fmt.Errorf("%w; %s keeps its registration from this Secret's resourceVersion %s until the Secret is fixed", err, name, cur.secretRV))
+		return
+	}
 	if err != nil {
 		r.refuse(s, err)
 		m = brokenMember(name, source, err)

@@ -254,3 +254,37 @@ func TestJoinedMemberSettles(t *testing.T) {
 		return nil
 	})
 }
+
+// A bad edit of the Secret of a usable member is refused, and the member
+// goes on with its last good registration; fixed, the Secret registers it
+// anew.
+func TestBadEditKeepsTheMember(t *testing.T) {
+	good := memberSecret("member1", "member1", 100, kubeconfig("https://127.0.0.1:1", "", "token: good"))
+	r, hub, events := secretRegistry(t, good)
+	inUse := registeredBy(t, r, "member1", "secret mcs-system/member1")
+	secrets := hub.CoreV1().Secrets("mcs-system")
+
+	bad := memberSecret("member1", "member1", 100, kubeconfig("https://127.0.0.1:1", "", "tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"))
+	bad.ResourceVersion = "2"
+	if _, err := secrets.Update(t.Context(), bad, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	warned(t, events, "secret mcs-system/member1", "tokenFile", "member1 keeps its registration from this Secret's resourceVersion")
+	refusedNow(t, reasonLocalFile, 1)
+	if got := r.get("member1"); got != inUse {
+		t.Fatalf("member1 is %+v after a bad edit, want the member it was", got)
+	}
+
+	fixed := memberSecret("member1", "member1", 100, kubeconfig("https://127.0.0.1:1", "", "token: new"))
+	fixed.ResourceVersion = "3"
+	if _, err := secrets.Update(t.Context(), fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refusedNow(t, reasonLocalFile, 0)
+	eventually(t, func() error {
+		if got := r.get("member1"); got == inUse || got == nil || got.Kube == nil {
+			return fmt.Errorf("member1 is %+v, want one registered from the fixed Secret", got)
+		}
+		return nil
+	})
+}
