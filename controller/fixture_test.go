@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -424,12 +425,24 @@ func (f *fixture) logWrite(cluster string, a clienttesting.Action) {
 
 // sync runs one sync of key and returns the writes each cluster received,
 // in order; it waits until the caches hold what was written, as the next
-// sync of a running controller would mostly find them.
+// sync of a running controller would mostly find them. A sync that fails
+// fails the test: the queue would retry it forever, each retry a sync.
 func (f *fixture) sync(key string) map[string][]string {
 	f.t.Helper()
+	return f.syncFailing(key, "")
+}
+
+// syncFailing is sync for a sync that must fail with an error saying
+// want, which the queue retries with back-off ("": must not fail).
+func (f *fixture) syncFailing(key, want string) map[string][]string {
+	f.t.Helper()
 	f.writes()
-	if err := f.c.sync(context.Background(), key); err != nil {
-		f.t.Logf("sync %s: %v", key, err)
+	err := f.c.sync(context.Background(), key)
+	switch {
+	case want == "" && err != nil:
+		f.t.Errorf("sync %s failed, and would be retried: %v", key, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		f.t.Errorf("sync %s: error %v, want one saying %q", key, err, want)
 	}
 	got := map[string][]string{}
 	for cluster, actions := range f.writes() {

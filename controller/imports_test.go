@@ -96,7 +96,7 @@ func TestImportReady(t *testing.T) {
 		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), "derived-foo",
 			field.ErrorList{field.Invalid(field.NewPath("spec", "ipFamilies").Index(0), "IPv6", "not configured on this cluster")})
 	})
-	f.sync("demo/foo")
+	f.syncFailing("demo/foo", "not configured on this cluster")
 	imp := f.importOf(m2, "foo")
 	c := meta.FindStatusCondition(imp.Status.Conditions, "Ready")
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Ready" || c.ObservedGeneration != imp.Generation || imp.Status.EndpointSliceObjects != mcsv1b1.EndpointSliceObjectsPresent {
@@ -106,7 +106,7 @@ func TestImportReady(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "IPFamilyNotSupported" {
 		t.Errorf("member3's Ready %+v, want False IPFamilyNotSupported", c)
 	}
-	expect(t, "again", f.sync("demo/foo"), writes{}) // derived-foo refused again, nothing else to write
+	expect(t, "again", f.syncFailing("demo/foo", "not configured on this cluster"), writes{}) // derived-foo refused again, nothing else to write
 }
 
 // LocalFirst's policy rides on the import as annotations: a change of it is

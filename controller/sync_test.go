@@ -298,7 +298,7 @@ func TestDerivedInTheWay(t *testing.T) {
 		m2:  {ns1(), users},
 		m3:  {ns1()},
 	})
-	expect(t, "sync", f.sync("demo/bar"), writes{
+	expect(t, "sync", f.syncFailing("demo/bar", "left alone, and no slices imported"), writes{
 		hub: {"update multiclusterservices/status demo/bar"},
 		m2:  {"create serviceimports demo/bar"},
 		m3:  firstImport("bar", "imported-member1-bar-1"),
@@ -310,7 +310,7 @@ func TestDerivedInTheWay(t *testing.T) {
 	if got := f.serviceOf(m2, "derived-bar"); got.Labels[api.LabelManagedBy] != "" || got.Spec.Selector["app"] != "derived-bar" {
 		t.Errorf("the user's derived-bar was changed: %+v", got)
 	}
-	expect(t, "again: nothing more", f.sync("demo/bar"), writes{})
+	expect(t, "again: nothing more", f.syncFailing("demo/bar", "left alone, and no slices imported"), writes{})
 
 	// When the user's goes, the controller's takes the name at once: its
 	// deletion queues the service, however far the failing sync backed off.
@@ -585,7 +585,7 @@ func TestManyFailuresSummarised(t *testing.T) {
 		m1:  append([]runtime.Object{ns1(), service("foo", false, t0)}, src...),
 		m2:  append([]runtime.Object{ns1()}, users...),
 	})
-	f.sync("demo/foo")
+	f.syncFailing("demo/foo", "imported-member1-foo-0 exists and is not managed")
 	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
 	if c == nil || c.Status != metav1.ConditionFalse || !strings.HasSuffix(c.Message, "; and 25 more") || strings.Count(c.Message, "is not managed by") != 5 {
 		t.Errorf("EndpointSliceApplied %+v, want the first 5 slices in the way and 25 more", c)
@@ -634,7 +634,7 @@ func TestDerivedRefused(t *testing.T) {
 	f.kube[m2].PrependReactor("create", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), "derived-foo", nil)
 	})
-	expect(t, "sync", f.sync("demo/foo"), writes{
+	expect(t, "sync", f.syncFailing("demo/foo", `Service "derived-foo" is invalid`), writes{
 		hub: {"update multiclusterservices/status demo/foo"},
 		m2:  {"create serviceimports demo/foo", "update serviceimports/status demo/foo", "create endpointslices demo/imported-member1-foo-1"},
 	})
@@ -657,7 +657,7 @@ func TestServiceNamedDerived(t *testing.T) {
 		m2: {ns1(), users, slice("derived-bar", "derived-bar-1", 1, "10.2.0.1"), export("derived-bar", t0)},
 		m3: {ns1()},
 	})
-	f.sync("demo/bar")
+	f.syncFailing("demo/bar", "left alone, and no slices imported")
 	f.sync("demo/derived-bar")
 	if got := f.sliceOf(m3, "imported-member2-derived-bar-1"); got.Labels["kubernetes.io/service-name"] != "derived-derived-bar" {
 		t.Errorf("derived-bar's slice in member3 is for %s", got.Labels["kubernetes.io/service-name"])
@@ -665,7 +665,7 @@ func TestServiceNamedDerived(t *testing.T) {
 	if got := f.serviceOf(m2, "derived-bar"); got.Labels[api.LabelManagedBy] != "" || got.Spec.Selector["app"] != "derived-bar" {
 		t.Errorf("the user's derived-bar was changed: %+v", got)
 	}
-	expect(t, "bar again", f.sync("demo/bar"), writes{})
+	expect(t, "bar again", f.syncFailing("demo/bar", "left alone, and no slices imported"), writes{})
 	expect(t, "derived-bar again", f.sync("demo/derived-bar"), writes{})
 	queued(f.c, "") // empty the queue
 	changed := users.DeepCopy()
