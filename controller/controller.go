@@ -374,10 +374,28 @@ func (c *Controller) relevant(namespace, name string) bool {
 // service would otherwise report it unreachable, then recover, two status
 // writes and two Events each (a join of a 10,000-service fleet).
 func (c *Controller) memberChanged(name string) {
-	if m := c.member(name); m != nil && !m.Settled() {
+	m := c.member(name)
+	switch {
+	case m != nil && !m.Settled():
 		return
+	case m == nil && name != "":
+		c.forget(name)
 	}
 	c.enqueueAll()
+}
+
+// forget drops what the controller noted of a member that left: whether
+// it is slow, what its writes that no sync waited for did, the fields its
+// CRDs prune. A member registered again under the name starts afresh.
+func (c *Controller) forget(member string) {
+	c.slowMembers.Delete(member)
+	c.prunedFields.Delete(member)
+	c.landed.Range(func(f, _ any) bool {
+		if f.(flight).cluster == member {
+			c.landed.Delete(f)
+		}
+		return true
+	})
 }
 
 // member is the registered member of that name, or nil.

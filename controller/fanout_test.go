@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,5 +139,26 @@ func TestSlotsLetGoOfWhatWaited(t *testing.T) {
 	}
 	if len(s.deferred) != 0 || len(s.waiting) != 0 || s.busy[m1] != 0 {
 		t.Errorf("after every slot was given back: deferred %d members, waiting %d keys, %d busy; want none", len(s.deferred), len(s.waiting), s.busy[m1])
+	}
+}
+
+// What the controller noted of a member that left goes with it.
+func TestLeftMemberForgotten(t *testing.T) {
+	f := newFixture(t, world{})
+	for _, cluster := range []string{"member9", m1} {
+		f.c.slowMembers.Store(cluster, true)
+		f.c.prunedFields.Store(cluster, prunedFields{status: true})
+		f.c.landed.Store(flight{cluster, "demo/foo"}, &outcome{})
+	}
+	f.c.memberChanged("member9") // not registered: it left
+	for name, m := range map[string]*sync.Map{"slowMembers": &f.c.slowMembers, "prunedFields": &f.c.prunedFields, "landed": &f.c.landed} {
+		var left []any
+		m.Range(func(k, _ any) bool {
+			left = append(left, k)
+			return true
+		})
+		if len(left) != 1 || fmt.Sprint(left[0]) == "member9" || fmt.Sprint(left[0]) == fmt.Sprint(flight{"member9", "demo/foo"}) {
+			t.Errorf("%s holds %v, want member1's entry alone", name, left)
+		}
 	}
 }
