@@ -19,19 +19,25 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 )
 
-// A member counts as unhealthy from the probe that found it so, not from
-// the probe before, which it passed on the grace of failureThreshold: its
-// Leases were renewed until then, and marking its endpoints stale before
-// they expire would cut it off before coredns-mcs does.
-func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
+// fakeMember is member1 over fake clientsets that serve the MCS API's
+// v1beta1, as a member that answers.
+func fakeMember(t *testing.T) *Member {
 	// mcs-api's fake cannot stream a list to an informer.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	kube := k8sfake.NewSimpleClientset()
 	kube.Resources = []*metav1.APIResourceList{{GroupVersion: mcsv1b1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{
 		{Name: mcsapi.ServiceExports, Namespaced: true}, {Name: mcsapi.ServiceImports, Namespaced: true},
 	}}}
+	return New("member1", "fake member1", kube, mcsapifake.NewSimpleClientset())
+}
+
+// A member counts as unhealthy from the probe that found it so, not from
+// the probe before, which it passed on the grace of failureThreshold: its
+// Leases were renewed until then, and marking its endpoints stale before
+// they expire would cut it off before coredns-mcs does.
+func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := New("member1", "fake member1", kube, mcsapifake.NewSimpleClientset())
+	m := fakeMember(t)
 	m.clock, m.lastHealthy = fc, fc.Now()
 	none := func(string, any) {}
 	h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
@@ -71,8 +77,7 @@ func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
 // stopped twice: a swap racing an overflow leaves the member either with
 // running caches or with none, never with stopped ones.
 func TestSwapRacingOverflow(t *testing.T) {
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	m := New("member1", "fake member1", k8sfake.NewSimpleClientset(), mcsapifake.NewSimpleClientset())
+	m := fakeMember(t)
 	m.exports, m.imports = mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion
 	none := func(string, any) {}
 	h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
@@ -120,12 +125,7 @@ func TestSwapRacingOverflow(t *testing.T) {
 // rather than hold its name (and every deleting MultiClusterService's
 // finalizer) until it is back.
 func TestRetiringMemberThatGoesAwayIsLetGo(t *testing.T) {
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	kube := k8sfake.NewSimpleClientset()
-	kube.Resources = []*metav1.APIResourceList{{GroupVersion: mcsv1b1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{
-		{Name: mcsapi.ServiceExports, Namespaced: true}, {Name: mcsapi.ServiceImports, Namespaced: true},
-	}}}
-	m := New("member1", "fake member1", kube, mcsapifake.NewSimpleClientset())
+	m := fakeMember(t)
 	var down atomic.Bool
 	r, err := NewRegistry(Options{Members: []*Member{m}, ProbeEvery: 10 * time.Millisecond, Ready: func(context.Context, *Member) error {
 		if down.Load() {
