@@ -63,8 +63,8 @@ type Options struct {
 	// as stale, as its Leases source-<member> do in coredns-mcs: their
 	// duration. 0: never.
 	StaleAfter time.Duration
-	// Clock is the queue's, for its delays; nil: the real clock. Unit
-	// tests give the members' fake one.
+	// Clock is the queue's, for its delays, and the writes' (fanout.go);
+	// nil: the real clock. Unit tests give the members' fake one.
 	Clock clock.WithTicker
 }
 
@@ -93,6 +93,10 @@ type Controller struct {
 	// sync does not wait for (fanout.go).
 	flights, landed, slowMembers sync.Map
 	slots                        *slots
+	// waits holds, by key, what a sync waiting for a member's writes of
+	// that key listens on for a source change of it (fanout.go).
+	waits sync.Map
+	clock clock.WithTicker
 	// prunedFields holds, by member, the ServiceImport fields its CRD
 	// drops (imports.go).
 	prunedFields sync.Map
@@ -105,6 +109,9 @@ type Controller struct {
 // New makes a Controller; the registry's handlers must be the ones
 // Handlers returns, so member events reach its queue.
 func New(opts Options) *Controller {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	c := &Controller{
 		opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -116,6 +123,7 @@ func New(opts Options) *Controller {
 		),
 		track:   newTracker(),
 		slots:   newSlots(opts.MemberInFlight),
+		clock:   opts.Clock,
 		crdPoll: crdPoll, memberWait: memberWait,
 	}
 	broadcaster := record.NewBroadcaster()
@@ -346,8 +354,14 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	if svc == "" || !c.mine(a.namespace, svc) || !c.relevant(a.namespace, svc) {
 		return
 	}
-	c.seen.LoadOrStore(a.namespace+"/"+svc, time.Now())
+	key := a.namespace + "/" + svc
+	c.seen.LoadOrStore(key, time.Now())
 	c.enqueue(a.namespace, svc)
+	// A sync of the key that waits for a member's writes ends now, so
+	// that the change goes to every other member at once (fanout.go).
+	if wake, ok := c.waits.LoadAndDelete(key); ok {
+		close(wake.(chan struct{}))
+	}
 }
 
 // relevant reports whether a MultiClusterService, a ServiceExport or a

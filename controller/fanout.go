@@ -14,7 +14,10 @@ import (
 // they end, with what they did. Until one of its writes ends within
 // memberWait again, no sync waits for it at all, and none writes a service
 // into it while its writes for that service are still under way: the
-// other members' changes go through as if it were not there.
+// other members' changes go through as if it were not there. Nor does a
+// sync wait for a member once a provider's slices of the service changed
+// again: the queue holds the change until the sync of the key ends, so the
+// wait would hold it back from every other member.
 const memberWait = time.Second
 
 // flight is one member's writes for one service.
@@ -55,10 +58,19 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 		}
 		waiting[m.Name] = true
 	}
-	timer := time.NewTimer(c.memberWait)
+	timer := c.clock.NewTimer(c.memberWait)
 	defer timer.Stop()
+	wake := make(chan struct{})
+	c.waits.Store(key, wake)
+	defer c.waits.CompareAndDelete(key, wake)
 	for len(waiting) > 0 {
 		select {
+		case <-wake: // a source changed: not known slow, but not waited for
+			for cluster := range waiting {
+				out.wait(cluster)
+			}
+			late += len(waiting)
+			waiting = nil
 		case l := <-landings:
 			if waiting[l.cluster] {
 				delete(waiting, l.cluster)
@@ -68,7 +80,7 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 			c.landed.Store(flight{l.cluster, key}, l.out)
 			late--
 			c.queue.Add(key)
-		case <-timer.C:
+		case <-timer.C():
 			for cluster := range waiting {
 				out.wait(cluster)
 				c.slowMembers.Store(cluster, true)
@@ -91,9 +103,9 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 // fly runs one member's writes, and notes whether the member is slow.
 func (c *Controller) fly(f flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
 	mine := &outcome{}
-	began := time.Now()
+	began := c.clock.Now()
 	fn(m, mine)
-	if time.Since(began) > c.memberWait {
+	if c.clock.Since(began) > c.memberWait {
 		c.slowMembers.Store(m.Name, true)
 	} else {
 		c.slowMembers.Delete(m.Name)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // hungWait is memberWait in the tests of a hung member: the others' writes
@@ -160,5 +161,64 @@ func TestLeftMemberForgotten(t *testing.T) {
 		if len(left) != 1 || fmt.Sprint(left[0]) == "member9" || fmt.Sprint(left[0]) == fmt.Sprint(flight{"member9", "demo/foo"}) {
 			t.Errorf("%s holds %v, want member1's entry alone", name, left)
 		}
+	}
+}
+
+// A sync waiting for a member's writes stops waiting once its service
+// changes again: the queue holds the change until that sync ends, which
+// would hold it back from every other member for memberWait. The clock is
+// a fake one that never reaches memberWait.
+func TestChangeNotHeldBackByAHungMember(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	}, withOptions(Options{Clock: fc}))
+	release := hangWrites(f, m3)
+	defer close(release)
+	synced := make(chan error, 1)
+	go func() { synced <- f.c.sync(t.Context(), "demo/foo") }()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, waiting := f.c.waits.Load("demo/foo")
+		return waiting, nil
+	})
+	if err != nil {
+		t.Fatal("the first sync never waited for member3")
+	}
+
+	// The change, as kube-controller-manager writes it: f.change would
+	// wait for the first sync's writes too.
+	changed := slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2")
+	if _, err := f.kube[m1].DiscoveryV1().EndpointSlices(ns).Update(t.Context(), changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-synced:
+		if err != nil {
+			t.Errorf("first sync: %v", err)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measure
+		t.Fatal("the first sync went on waiting for member3 after the service changed")
+	}
+	// member1's export status may follow too: the first sync reported
+	// what it had when the change ended its wait.
+	one := []string{"update endpointslices demo/imported-member1-foo-1"}
+	err = wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, m1Busy := f.c.flights.Load(flight{m1, "demo/foo"})
+		_, m2Busy := f.c.flights.Load(flight{m2, "demo/foo"})
+		return !m1Busy && !m2Busy, nil
+	})
+	if err != nil {
+		t.Fatal("the first sync's writes into member1 and member2 never ended")
+	}
+	for cluster, actions := range f.writes() {
+		for _, a := range actions {
+			f.awaitCached(cluster, a)
+		}
+	}
+	got := f.sync("demo/foo")
+	if !slices.Equal(got[m2], one) || !slices.Contains(got[m1], one[0]) || len(got[m3]) > 0 {
+		t.Errorf("the change wrote %v, want the slice update into member1 and member2, nothing into member3", got)
 	}
 }
