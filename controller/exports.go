@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// The ServiceExports' status: the MCS API's conditions Valid, Ready and
+// Conflict, with mcs-api's reasons.
+
+// reportExports sets the MCS API conditions of every ServiceExport of the
+// service: Valid, Ready and Conflict, with mcs-api's reasons.
+func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome) {
+	updates := map[string]*mcsv1b1.ServiceExport{}
+	var ms []*members.Member
+	for _, m := range c.opts.Members.List() {
+		exp := m.Export(namespace, name)
+		// An unreachable member's write would only wait for its time-out;
+		// it is reported to once it is back, which queues every service.
+		if ok, _ := m.Reachable(); exp == nil || !ok || !m.Synced() {
+			continue
+		}
+		upd := exp.DeepCopy()
+		for _, cond := range exportConditions(m.Service(namespace, name), m.Name, key(exp), plan, out) {
+			cond.ObservedGeneration = exp.Generation
+			meta.SetStatusCondition(&upd.Status.Conditions, cond)
+		}
+		if !equality.Semantic.DeepEqual(upd.Status, exp.Status) {
+			updates[m.Name] = upd
+			ms = append(ms, m)
+		}
+	}
+	c.fanOut(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
+		w := &writer{c: c, m: m, namespace: namespace}
+		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
+		defer cancel()
+		if err := w.writeExportStatus(wctx, updates[m.Name]); err != nil {
+			mine.applyFailed(m.Name, err)
+		}
+	})
+}
+
+func exportConditions(svc *corev1.Service, cluster, service string, plan *desired.Plan, out *outcome) []metav1.Condition {
+	valid := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonValid, "the Service is exported")
+	switch {
+	case svc == nil:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoService, fmt.Sprintf("%s has no Service %s", cluster, service))
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType, "an ExternalName Service cannot be exported")
+	case plan.Unexportable != nil:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, plan.Unexportable.Reason, plan.Unexportable.Message)
+	case plan.NotAllowed[cluster].Reason != "":
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, plan.NotAllowed[cluster].Reason, plan.NotAllowed[cluster].Message)
+	}
+	conflict := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoConflicts, "no conflict with the other exports")
+	if cf, ok := plan.ConflictOf(cluster); ok {
+		conflict = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionTrue, cf.Reason, cf.Message)
+	}
+	ready := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonExported, "imported into "+strings.Join(plan.Consumption, ", "))
+	switch {
+	case valid.Status != metav1.ConditionTrue:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, valid.Message)
+	case len(out.applyErrs) > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, join(out.applyErrs, nil))
+	case len(unreachableIn(out, plan.Consumption)) > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending, join(nil, unreachableIn(out, plan.Consumption)))
+	}
+	return []metav1.Condition{valid, ready, conflict}
+}
+
+func (w *writer) writeExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
+	return w.do("ServiceExport", "update-status", func() error { return w.m.UpdateExportStatus(ctx, exp) })
+}
