@@ -93,9 +93,9 @@ type Controller struct {
 	// sync does not wait for (fanout.go).
 	flights, landed, slowMembers sync.Map
 	slots                        *slots
-	// waits holds, by key, what a sync waiting for a member's writes of
-	// that key listens on for a source change of it (fanout.go).
-	waits sync.Map
+	// reads holds, by key, what the sync of that key under way read of
+	// its sources (fanout.go).
+	reads sync.Map
 	clock clock.WithTicker
 	// prunedFields holds, by member, the ServiceImport fields its CRD
 	// drops (imports.go).
@@ -357,10 +357,10 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	key := a.namespace + "/" + svc
 	c.seen.LoadOrStore(key, time.Now())
 	c.enqueue(a.namespace, svc)
-	// A sync of the key that waits for a member's writes ends now, so
-	// that the change goes to every other member at once (fanout.go).
-	if wake, ok := c.waits.LoadAndDelete(key); ok {
-		close(wake.(chan struct{}))
+	// A sync of the key that waits for a member's writes ends its wait,
+	// so that the change goes to every other member at once (fanout.go).
+	if o, ok := obj.(metav1.Object); ok {
+		c.sourceChanged(key, cluster, o)
 	}
 }
 

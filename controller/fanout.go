@@ -4,6 +4,9 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
@@ -60,12 +63,13 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 	}
 	timer := c.clock.NewTimer(c.memberWait)
 	defer timer.Stop()
-	wake := make(chan struct{})
-	c.waits.Store(key, wake)
-	defer c.waits.CompareAndDelete(key, wake)
+	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
+	if r, ok := c.reads.Load(key); ok {
+		changed = r.(*reading).changed
+	}
 	for len(waiting) > 0 {
 		select {
-		case <-wake: // a source changed: not known slow, but not waited for
+		case <-changed: // a source changed: not known slow, but not waited for
 			for cluster := range waiting {
 				out.wait(cluster)
 			}
@@ -173,4 +177,42 @@ func (s *slots) give(cluster string) (string, bool) {
 		s.waiting = map[flight]bool{}
 	}
 	return key, true
+}
+
+// reading is what a sync of a key read of its providers' slices, by
+// cluster/name, so that a change of one since ends the sync's wait for a
+// member's writes (fanOut): the queue holds that change until the sync
+// ends. The delivery of a change the sync read already ends nothing: an
+// informer calls its handlers after its cache has the change, so a sync
+// may read a change before its event arrives.
+type reading struct {
+	read    map[string]string // resourceVersions
+	changed chan struct{}
+	once    sync.Once
+}
+
+// readSources notes what the sync of key read of the providers' slices,
+// until done is called.
+func (c *Controller) readSources(key string, in *desired.Input) (done func()) {
+	r := &reading{read: map[string]string{}, changed: make(chan struct{})}
+	for cluster, m := range in.Members {
+		for _, s := range m.Slices {
+			r.read[cluster+"/"+s.Name] = s.ResourceVersion
+		}
+	}
+	c.reads.Store(key, r)
+	return func() { c.reads.CompareAndDelete(key, r) }
+}
+
+// sourceChanged tells the sync of key, if one runs, of a source slice
+// delivered by cluster's informer.
+func (c *Controller) sourceChanged(key, cluster string, obj metav1.Object) {
+	v, ok := c.reads.Load(key)
+	if !ok {
+		return
+	}
+	r := v.(*reading)
+	if rv, read := r.read[cluster+"/"+obj.GetName()]; !read || rv != obj.GetResourceVersion() {
+		r.once.Do(func() { close(r.changed) })
+	}
 }

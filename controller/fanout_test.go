@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 )
 
 // hungWait is memberWait in the tests of a hung member: the others' writes
@@ -180,8 +183,9 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 	synced := make(chan error, 1)
 	go func() { synced <- f.c.sync(t.Context(), "demo/foo") }()
 	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, waiting := f.c.waits.Load("demo/foo")
-		return waiting, nil
+		_, m1Busy := f.c.flights.Load(flight{m1, "demo/foo"})
+		_, m3Busy := f.c.flights.Load(flight{m3, "demo/foo"})
+		return !m1Busy && m3Busy, nil
 	})
 	if err != nil {
 		t.Fatal("the first sync never waited for member3")
@@ -220,5 +224,42 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 	got := f.sync("demo/foo")
 	if !slices.Equal(got[m2], one) || !slices.Contains(got[m1], one[0]) || len(got[m3]) > 0 {
 		t.Errorf("the change wrote %v, want the slice update into member1 and member2, nothing into member3", got)
+	}
+}
+
+// The delivery of a source change the sync already read ends no wait: an
+// informer calls its handlers after its cache has the change, so the sync
+// may have read it first. A newer version, or another slice, does.
+func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
+	c := &Controller{}
+	read := slice("foo", "foo-1", 1, "10.1.0.1")
+	read.ResourceVersion = "5"
+	for _, tc := range []struct {
+		name, slice, rv string
+		ends            bool
+	}{
+		{"the change read", "foo-1", "5", false},
+		{"a newer one", "foo-1", "6", true},
+		{"another slice", "foo-2", "5", true},
+	} {
+		done := c.readSources("demo/foo", &desired.Input{Members: map[string]desired.Member{m1: {Slices: []*discoveryv1.EndpointSlice{read}}}})
+		r, _ := c.reads.Load("demo/foo")
+		delivered := slice("foo", tc.slice, 1)
+		delivered.ResourceVersion = tc.rv
+		c.sourceChanged("demo/foo", m1, delivered)
+		select {
+		case <-r.(*reading).changed:
+			if !tc.ends {
+				t.Errorf("%s ended the wait", tc.name)
+			}
+		default:
+			if tc.ends {
+				t.Errorf("%s did not end the wait", tc.name)
+			}
+		}
+		done()
+	}
+	if _, ok := c.reads.Load("demo/foo"); ok {
+		t.Error("what the sync read is kept after it ended")
 	}
 }

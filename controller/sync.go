@@ -42,6 +42,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
+	defer c.readSources(key, in)()
 	plan := desired.Compute(in)
 	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
