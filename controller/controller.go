@@ -84,26 +84,28 @@ type Controller struct {
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
-	seen sync.Map
+	seen syncMap[string, time.Time]
 	// lastValid holds, per key, the MultiClusterService's spec as it was
 	// when it was last valid (see followed).
-	lastValid sync.Map
+	lastValid syncMap[string, any]
 	// flights holds the members' writes under way, landed what those a
 	// sync did not wait for did, by flight; slowMembers the members a
 	// sync does not wait for (fanout.go).
-	flights, landed, slowMembers sync.Map
-	slots                        *slots
+	flights     syncMap[flight, bool]
+	landed      syncMap[flight, *outcome]
+	slowMembers syncMap[string, bool]
+	slots       *slots
 	// reads holds, by key, what the sync of that key under way read of
 	// its sources (fanout.go).
-	reads sync.Map
+	reads syncMap[string, *reading]
 	clock clock.WithTicker
 	// prunedFields holds, by member, the ServiceImport fields its CRD
 	// drops (imports.go).
-	prunedFields sync.Map
+	prunedFields syncMap[string, prunedFields]
 	// registered holds the name of every member registered in this run:
 	// one no longer registered has left, and a spec that still names it
 	// is followed without it.
-	registered sync.Map
+	registered syncMap[string, bool]
 }
 
 // New makes a Controller; the registry's handlers must be the ones
@@ -404,8 +406,8 @@ func (c *Controller) memberChanged(name string) {
 func (c *Controller) forget(member string) {
 	c.slowMembers.Delete(member)
 	c.prunedFields.Delete(member)
-	c.landed.Range(func(f, _ any) bool {
-		if f.(flight).cluster == member {
+	c.landed.Range(func(f flight, _ *outcome) bool {
+		if f.cluster == member {
 			c.landed.Delete(f)
 		}
 		return true

@@ -42,9 +42,9 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 	for _, m := range ms {
 		f := flight{m.Name, key}
 		if done, ok := c.landed.LoadAndDelete(f); ok {
-			out.merge(done.(*outcome))
+			out.merge(done)
 		}
-		if _, busy := c.flights.LoadOrStore(f, true); busy {
+		if busy := c.flights.LoadOrStore(f, true); busy {
 			out.wait(m.Name)
 			continue
 		}
@@ -65,7 +65,7 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 	defer timer.Stop()
 	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
 	if r, ok := c.reads.Load(key); ok {
-		changed = r.(*reading).changed
+		changed = r.changed
 	}
 	for len(waiting) > 0 {
 		select {
@@ -207,11 +207,10 @@ func (c *Controller) readSources(key string, in *desired.Input) (done func()) {
 // sourceChanged tells the sync of key, if one runs, of a source slice
 // delivered by cluster's informer.
 func (c *Controller) sourceChanged(key, cluster string, obj metav1.Object) {
-	v, ok := c.reads.Load(key)
+	r, ok := c.reads.Load(key)
 	if !ok {
 		return
 	}
-	r := v.(*reading)
 	if rv, read := r.read[cluster+"/"+obj.GetName()]; !read || rv != obj.GetResourceVersion() {
 		r.once.Do(func() { close(r.changed) })
 	}

@@ -236,8 +236,7 @@ type prunedFields struct{ traffic, families, status bool }
 
 func (c *Controller) pruned(member string) prunedFields {
 	p, _ := c.prunedFields.Load(member)
-	pf, _ := p.(prunedFields)
-	return pf
+	return p
 }
 
 // drop leaves out of imp what its member drops.

@@ -1,0 +1,38 @@
+package controller
+
+import "sync"
+
+// syncMap is a sync.Map of keys K and values V: the controller's state
+// that its workers and its informers' handlers share, typed.
+type syncMap[K comparable, V any] struct{ m sync.Map }
+
+func (s *syncMap[K, V]) Load(k K) (V, bool) {
+	v, ok := s.m.Load(k)
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return v.(V), true
+}
+
+func (s *syncMap[K, V]) LoadAndDelete(k K) (V, bool) {
+	v, ok := s.m.LoadAndDelete(k)
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return v.(V), true
+}
+
+// LoadOrStore reports whether k held a value already.
+func (s *syncMap[K, V]) LoadOrStore(k K, v V) bool {
+	_, loaded := s.m.LoadOrStore(k, v)
+	return loaded
+}
+
+func (s *syncMap[K, V]) Store(k K, v V)            { s.m.Store(k, v) }
+func (s *syncMap[K, V]) Delete(k K)                { s.m.Delete(k) }
+func (s *syncMap[K, V]) CompareAndDelete(k K, v V) { s.m.CompareAndDelete(k, v) }
+func (s *syncMap[K, V]) Range(fn func(k K, v V) bool) {
+	s.m.Range(func(k, v any) bool { return fn(k.(K), v.(V)) })
+}
