@@ -6,17 +6,11 @@ import "sync"
 // that its workers and its informers' handlers share, typed.
 type syncMap[K comparable, V any] struct{ m sync.Map }
 
-func (s *syncMap[K, V]) Load(k K) (V, bool) {
-	v, ok := s.m.Load(k)
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	return v.(V), true
-}
+func (s *syncMap[K, V]) Load(k K) (V, bool)          { return typed[V](s.m.Load(k)) }
+func (s *syncMap[K, V]) LoadAndDelete(k K) (V, bool) { return typed[V](s.m.LoadAndDelete(k)) }
 
-func (s *syncMap[K, V]) LoadAndDelete(k K) (V, bool) {
-	v, ok := s.m.LoadAndDelete(k)
+// typed is a value sync.Map returned, as V; the zero V when absent.
+func typed[V any](v any, ok bool) (V, bool) {
 	if !ok {
 		var zero V
 		return zero, false
