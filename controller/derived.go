@@ -68,19 +68,20 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	}
 	upd := have.DeepCopy()
 	families, recreate := setFamilies(upd, want)
-	// clusterIP and the first family are immutable; a propagated Service
-	// of the name (a MultiClusterService derived-<name>'s) yields it.
-	if desired.IsHeadless(have) != want.Headless || recreate || !derivedService(have) {
+	if desired.IsHeadless(have) != want.Headless || recreate { // clusterIP and the first family are immutable
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
 		}
 		return w.ensureDerived(ctx, name, want, imp)
 	}
+	// A propagated Service of the name (a MultiClusterService
+	// derived-<name>'s) is taken over: its selector goes, or the
+	// endpoints of pods here would join the imported ones.
 	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) && hasLabels(have, labels) &&
-		desired.TrafficOf(have).Same(want.Traffic) {
+		desired.TrafficOf(have).Same(want.Traffic) && have.Spec.Selector == nil {
 		return have, nil
 	}
-	upd.Spec.Ports, upd.OwnerReferences = ports, owner
+	upd.Spec.Ports, upd.OwnerReferences, upd.Spec.Selector = ports, owner, nil
 	setTraffic(upd, want.Traffic)
 	setLabels(upd, labels)
 	if err := w.updateService(ctx, upd); err != nil {

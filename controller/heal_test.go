@@ -73,7 +73,8 @@ func awaitQueued(t *testing.T, c *Controller, key string) bool {
 
 // A MultiClusterService named derived-bar whose hub Service is propagated
 // holds that name in the members until bar is imported there: bar's
-// derived Service takes the name, and derived-bar says so on its
+// derived Service takes the name (and the Service over, its selector
+// gone), and derived-bar says so on its
 // ServiceApplied. A sync of either deletes nothing of the other's, and a
 // second sync of each writes nothing.
 func TestNamesThatCollide(t *testing.T) {
@@ -93,7 +94,7 @@ func TestNamesThatCollide(t *testing.T) {
 	f.change(hub, multiClusterService("bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true), "create")
 	expect(t, "bar imported", f.sync("demo/bar"), writes{
 		hub: {"update multiclusterservices/status demo/bar"},
-		m2: {"create serviceimports demo/bar", "delete services demo/derived-bar", "create services demo/derived-bar", "update serviceimports demo/bar",
+		m2: {"create serviceimports demo/bar", "update services demo/derived-bar", "update serviceimports demo/bar",
 			"update serviceimports/status demo/bar", "create endpointslices demo/imported-member1-bar-1"},
 	})
 	expect(t, "derived-bar yields", f.sync("demo/derived-bar"), writes{hub: {"update multiclusterservices/status demo/derived-bar"}})
