@@ -113,7 +113,9 @@ func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == ap
 // ensureNamespace creates the service's namespace when the member lacks it.
 // It is never deleted: users may have put things in it since.
 func (w *writer) ensureNamespace(ctx context.Context) error {
-	if w.m.HasNamespace(w.namespace) || w.c.track.latest(w.key("Namespace", w.namespace), nil) != nil {
+	// A Namespace is of no namespace: keyed as its informer delivers it.
+	key := trackKey{cluster: w.m.Name, kind: "Namespace", name: w.namespace}
+	if w.m.HasNamespace(w.namespace) || w.c.track.latest(key, nil) != nil {
 		return nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
@@ -123,7 +125,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			w.c.track.wrote(w.key("Namespace", w.namespace), members.Trim(got))
+			w.c.track.wrote(key, members.Trim(got))
 		}
 		return err
 	})

@@ -155,11 +155,7 @@ func (c *Controller) Handlers() members.Handlers {
 		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
-			namespace := obj.GetNamespace()
-			if kind == "Namespace" {
-				namespace = obj.GetName() // as the writer keys the one it creates
-			}
-			return c.track.delivered(trackKey{cluster, kind, namespace, obj.GetName()}, obj, gone)
+			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
 		},
 		Changed: c.memberChanged,
 	}
