@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"slices"
 	"sync"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
@@ -179,14 +181,14 @@ func (s *slots) give(cluster string) (string, bool) {
 	return key, true
 }
 
-// reading is what a sync of a key read of its providers' slices, by
-// cluster/name, so that a change of one since ends the sync's wait for a
-// member's writes (fanOut): the queue holds that change until the sync
-// ends. The delivery of a change the sync read already ends nothing: an
-// informer calls its handlers after its cache has the change, so a sync
-// may read a change before its event arrives.
+// reading is what a sync of a key read of its providers' slices, so that
+// a change of one since ends the sync's wait for a member's writes
+// (fanOut): the queue holds that change until the sync ends. The delivery
+// of a change the sync read already ends nothing: an informer calls its
+// handlers after its cache has the change, so a sync may read a change
+// before its event arrives.
 type reading struct {
-	read    map[string]string // resourceVersions
+	members map[string]desired.Member // the sync's input, which nothing changes
 	changed chan struct{}
 	once    sync.Once
 }
@@ -194,12 +196,7 @@ type reading struct {
 // readSources notes what the sync of key read of the providers' slices,
 // until done is called.
 func (c *Controller) readSources(key string, in *desired.Input) (done func()) {
-	r := &reading{read: map[string]string{}, changed: make(chan struct{})}
-	for cluster, m := range in.Members {
-		for _, s := range m.Slices {
-			r.read[cluster+"/"+s.Name] = s.ResourceVersion
-		}
-	}
+	r := &reading{members: in.Members, changed: make(chan struct{})}
 	c.reads.Store(key, r)
 	return func() { c.reads.CompareAndDelete(key, r) }
 }
@@ -211,7 +208,10 @@ func (c *Controller) sourceChanged(key, cluster string, obj metav1.Object) {
 	if !ok {
 		return
 	}
-	if rv, read := r.read[cluster+"/"+obj.GetName()]; !read || rv != obj.GetResourceVersion() {
+	read := slices.ContainsFunc(r.members[cluster].Slices, func(s *discoveryv1.EndpointSlice) bool {
+		return s.Name == obj.GetName() && s.ResourceVersion == obj.GetResourceVersion()
+	})
+	if !read {
 		r.once.Do(func() { close(r.changed) })
 	}
 }

@@ -75,10 +75,10 @@ func (c *Controller) recheckStale(key string, plan *desired.Plan) {
 	if plan.Import != nil {
 		providers = plan.Import.Clusters
 	}
+	providers = slices.Concat(providers, plan.Unknown)
 	var next time.Duration
-	for _, name := range slices.Concat(providers, plan.Unknown) {
-		m := c.member(name)
-		if m == nil || m.Healthy() {
+	for _, m := range c.opts.Members.List() {
+		if !slices.Contains(providers, m.Name) || m.Healthy() {
 			continue
 		}
 		if left := c.opts.StaleAfter - m.UnhealthyFor(); left > 0 && (next == 0 || left < next) {
