@@ -39,7 +39,7 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	// A member that hangs holds this worker for applyTimeout at most.
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	w := &writer{c: c, m: m, namespace: namespace}
+	w := c.writer(m, namespace)
 	if err := w.propagate(ctx, name, plan.Propagate[m.Name]); err != nil {
 		out.propagateFailed(m.Name, err)
 	}
@@ -87,11 +87,17 @@ func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
 // not hold the workers for long. The sync is retried with back-off.
 const applyTimeout = 15 * time.Second
 
-// writer writes one service's objects into one member.
+// writer writes one service's objects into one member. It remembers what
+// it wrote in track, and what the member's CRDs drop in pruned.
 type writer struct {
-	c         *Controller
+	track     *tracker
+	pruned    *syncMap[string, prunedFields]
 	m         *members.Member
 	namespace string
+}
+
+func (c *Controller) writer(m *members.Member, namespace string) *writer {
+	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace}
 }
 
 func (w *writer) key(kind, name string) trackKey {
@@ -115,7 +121,7 @@ func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == ap
 func (w *writer) ensureNamespace(ctx context.Context) error {
 	// A Namespace is of no namespace: keyed as its informer delivers it.
 	key := trackKey{cluster: w.m.Name, kind: "Namespace", name: w.namespace}
-	if w.m.HasNamespace(w.namespace) || w.c.track.latest(key, nil) != nil {
+	if w.m.HasNamespace(w.namespace) || w.track.latest(key, nil) != nil {
 		return nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
@@ -125,7 +131,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			w.c.track.wrote(key, members.Trim(got))
+			w.track.wrote(key, members.Trim(got))
 		}
 		return err
 	})
@@ -133,7 +139,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 
 // service is the member's Service of that name as last seen or written.
 func (w *writer) service(name string) *corev1.Service {
-	return latestOf(w.c.track, w.key("Service", name), w.m.Service(w.namespace, name))
+	return latestOf(w.track, w.key("Service", name), w.m.Service(w.namespace, name))
 }
 
 func (w *writer) createService(ctx context.Context, s *corev1.Service) error {
@@ -154,7 +160,7 @@ func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, 
 	return w.do(kind, verb, func() error {
 		got, err := write()
 		if err == nil {
-			w.c.track.wrote(w.key(kind, name), members.Trim(got))
+			w.track.wrote(w.key(kind, name), members.Trim(got))
 		}
 		return err
 	})
@@ -173,7 +179,7 @@ func (w *writer) drop(kind string, o metav1.Object, del func(metav1.DeleteOption
 		if err := del(preconditions(o)); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		w.c.track.deleted(w.key(kind, o.GetName()), o.GetUID())
+		w.track.deleted(w.key(kind, o.GetName()), o.GetUID())
 		return nil
 	})
 }

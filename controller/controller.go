@@ -75,9 +75,9 @@ type Controller struct {
 	recorder record.EventRecorder
 	track    *tracker
 
-	hub        hubMCS
-	crdPoll    time.Duration
-	memberWait time.Duration // memberWait, but for tests
+	hub     hubMCS
+	crdPoll time.Duration
+	fan     *fanout
 	// hubServices are the hub's Services, by namespace synced.
 	hubServices  members.Scoped
 	hubFactories []informers.SharedInformerFactory
@@ -88,17 +88,6 @@ type Controller struct {
 	// lastValid holds, per key, the MultiClusterService's spec as it was
 	// when it was last valid (see followed).
 	lastValid syncMap[string, any]
-	// flights holds the members' writes under way, landed what those a
-	// sync did not wait for did, by flight; slowMembers the members a
-	// sync does not wait for (fanout.go).
-	flights     syncMap[flight, bool]
-	landed      syncMap[flight, *outcome]
-	slowMembers syncMap[string, bool]
-	slots       *slots
-	// reads holds, by key, what the sync of that key under way read of
-	// its sources (fanout.go).
-	reads syncMap[string, *reading]
-	clock clock.WithTicker
 	// prunedFields holds, by member, the ServiceImport fields its CRD
 	// drops (imports.go).
 	prunedFields syncMap[string, prunedFields]
@@ -124,10 +113,9 @@ func New(opts Options) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
 		track:   newTracker(),
-		slots:   newSlots(opts.MemberInFlight),
-		clock:   opts.Clock,
-		crdPoll: crdPoll, memberWait: memberWait,
+		crdPoll: crdPoll,
 	}
+	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})
@@ -358,7 +346,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	// A sync of the key that waits for a member's writes ends its wait,
 	// so that the change goes to every other member at once (fanout.go).
 	if o, ok := obj.(metav1.Object); ok {
-		c.sourceChanged(key, cluster, o)
+		c.fan.sourceChanged(key, cluster, o)
 	}
 }
 
@@ -397,17 +385,11 @@ func (c *Controller) memberChanged(name string) {
 }
 
 // forget drops what the controller noted of a member that left: whether
-// it is slow, what its writes that no sync waited for did, the fields its
-// CRDs prune. A member registered again under the name starts afresh.
+// it is slow, the fields its CRDs prune. A member registered again under
+// the name starts afresh.
 func (c *Controller) forget(member string) {
-	c.slowMembers.Delete(member)
+	c.fan.forget(member)
 	c.prunedFields.Delete(member)
-	c.landed.Range(func(f flight, _ *outcome) bool {
-		if f.cluster == member {
-			c.landed.Delete(f)
-		}
-		return true
-	})
 }
 
 // member is the registered member of that name, or nil.

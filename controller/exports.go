@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,8 +41,8 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 			ms = append(ms, m)
 		}
 	}
-	c.fanOut(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
-		w := &writer{c: c, m: m, namespace: namespace}
+	c.fan.run(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
+		w := c.writer(m, namespace)
 		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
 		defer cancel()
 		if err := w.writeExportStatus(wctx, updates[m.Name]); err != nil {
@@ -66,14 +67,16 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 	if cf, ok := plan.ConflictOf(cluster); ok {
 		conflict = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionTrue, cf.Reason, cf.Message)
 	}
+	// Consumers that cannot be reached, or are slow, have not got it yet.
+	pending := slices.Concat(causesIn(out.unreachable, plan.Consumption), causesIn(out.slow, plan.Consumption))
 	ready := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonExported, "imported into "+strings.Join(plan.Consumption, ", "))
 	switch {
 	case valid.Status != metav1.ConditionTrue:
 		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, valid.Message)
 	case len(out.applyErrs) > 0:
 		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, join(out.applyErrs, nil))
-	case len(unreachableIn(out, plan.Consumption)) > 0:
-		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending, join(nil, unreachableIn(out, plan.Consumption)))
+	case len(pending) > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending, join(nil, pending))
 	}
 	return []metav1.Condition{valid, ready, conflict}
 }

@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
@@ -25,6 +28,23 @@ import (
 // wait would hold it back from every other member.
 const memberWait = time.Second
 
+// fanout writes a sync's plan into its members at once, each member's
+// writes a flight of their own, and notes which members are slow and what
+// each sync under way read (see memberWait).
+type fanout struct {
+	wait    time.Duration // memberWait, but for tests
+	clock   clock.WithTicker
+	requeue func(key string)
+	// flights are the members' writes under way; slow the members no
+	// sync waits for.
+	flights syncMap[flight, bool]
+	slow    syncMap[string, bool]
+	slots   *slots
+	// reads holds, by key, what the sync of that key under way read of
+	// its sources.
+	reads syncMap[string, *reading]
+}
+
 // flight is one member's writes for one service.
 type flight struct{ cluster, key string }
 
@@ -33,47 +53,47 @@ type landing struct {
 	out     *outcome
 }
 
-// fanOut runs fn for each of ms at once, each with an outcome of its own,
-// and merges into out what the members it waits for did (see memberWait),
-// and what the writes of earlier syncs that it did not wait for did.
-// Members it does not wait for are noted in out.pending.
-func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn func(*members.Member, *outcome)) {
+// run runs fn for each of ms at once, each with an outcome of its own,
+// and merges into out what the members it waits for did. Members it does
+// not wait for are noted in out (outcome.wait): what their writes do is
+// not reported by this sync, nor by a later one, which would report it
+// against a plan that may have changed since. Their errors are logged,
+// and the key queued again once they end, so that the next sync writes
+// anew and reports what it finds.
+func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*members.Member, *outcome)) {
 	landings := make(chan landing, len(ms))
 	waiting := map[string]bool{}
 	late := 0
 	for _, m := range ms {
-		f := flight{m.Name, key}
-		if done, ok := c.landed.LoadAndDelete(f); ok {
-			out.merge(done)
-		}
-		if busy := c.flights.LoadOrStore(f, true); busy {
-			out.wait(m.Name)
+		fl := flight{m.Name, key}
+		if busy := f.flights.LoadOrStore(fl, true); busy {
+			f.notWaited(out, m.Name)
 			continue
 		}
-		if !c.slots.take(f) {
-			c.flights.Delete(f)
-			out.wait(m.Name)
+		if !f.slots.take(fl) {
+			f.flights.Delete(fl)
+			f.notWaited(out, m.Name)
 			continue
 		}
-		go c.fly(f, m, fn, landings)
-		if _, slow := c.slowMembers.Load(m.Name); slow {
-			out.wait(m.Name)
+		go f.fly(fl, m, fn, landings)
+		if _, slow := f.slow.Load(m.Name); slow {
+			f.notWaited(out, m.Name)
 			late++
 			continue
 		}
 		waiting[m.Name] = true
 	}
-	timer := c.clock.NewTimer(c.memberWait)
+	timer := f.clock.NewTimer(f.wait)
 	defer timer.Stop()
 	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
-	if r, ok := c.reads.Load(key); ok {
+	if r, ok := f.reads.Load(key); ok {
 		changed = r.changed
 	}
 	for len(waiting) > 0 {
 		select {
 		case <-changed: // a source changed: not known slow, but not waited for
 			for cluster := range waiting {
-				out.wait(cluster)
+				out.wait(cluster, "")
 			}
 			late += len(waiting)
 			waiting = nil
@@ -83,13 +103,13 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 				out.merge(l.out)
 				continue
 			}
-			c.landed.Store(flight{l.cluster, key}, l.out)
+			dropLate(key, l)
 			late--
-			c.queue.Add(key)
+			f.requeue(key)
 		case <-timer.C():
 			for cluster := range waiting {
-				out.wait(cluster)
-				c.slowMembers.Store(cluster, true)
+				f.slow.Store(cluster, true)
+				f.notWaited(out, cluster)
 			}
 			late += len(waiting)
 			waiting = nil
@@ -98,30 +118,49 @@ func (c *Controller) fanOut(key string, ms []*members.Member, out *outcome, fn f
 	if late > 0 {
 		go func() {
 			for range late {
-				l := <-landings
-				c.landed.Store(flight{l.cluster, key}, l.out)
+				dropLate(key, <-landings)
 			}
-			c.queue.Add(key)
+			f.requeue(key)
 		}()
 	}
 }
 
-// fly runs one member's writes, and notes whether the member is slow.
-func (c *Controller) fly(f flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
-	mine := &outcome{}
-	began := c.clock.Now()
-	fn(m, mine)
-	if c.clock.Since(began) > c.memberWait {
-		c.slowMembers.Store(m.Name, true)
-	} else {
-		c.slowMembers.Delete(m.Name)
+// notWaited notes in out a member whose writes the sync does not wait
+// for, and whether that is because the member is slow.
+func (f *fanout) notWaited(out *outcome, cluster string) {
+	why := ""
+	if _, slow := f.slow.Load(cluster); slow {
+		why = fmt.Sprintf("%s is slow: its API server took more than %s to write; the writes go on (for %s at most), and the service is synced again when they end", cluster, f.wait, applyTimeout)
 	}
-	c.flights.Delete(f)
-	if key, ok := c.slots.give(m.Name); ok {
-		c.queue.Add(key)
+	out.wait(cluster, why)
+}
+
+// dropLate logs what the writes no sync waited for failed to do.
+func dropLate(key string, l landing) {
+	if err := l.out.err(); err != nil {
+		klog.ErrorS(err, "Writes no sync waited for failed; the service is synced again", "service", key, "cluster", l.cluster)
+	}
+}
+
+// fly runs one member's writes, and notes whether the member is slow.
+func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
+	mine := &outcome{}
+	began := f.clock.Now()
+	fn(m, mine)
+	if f.clock.Since(began) > f.wait {
+		f.slow.Store(m.Name, true)
+	} else {
+		f.slow.Delete(m.Name)
+	}
+	f.flights.Delete(fl)
+	if key, ok := f.slots.give(m.Name); ok {
+		f.requeue(key)
 	}
 	landings <- landing{m.Name, mine}
 }
+
+// forget drops what was noted of a member that left.
+func (f *fanout) forget(member string) { f.slow.Delete(member) }
 
 // slots bound the services whose writes are under way in one member at
 // once. Past that, a member's API server only queues them (an initial sync
@@ -183,7 +222,7 @@ func (s *slots) give(cluster string) (string, bool) {
 
 // reading is what a sync of a key read of its providers' slices, so that
 // a change of one since ends the sync's wait for a member's writes
-// (fanOut): the queue holds that change until the sync ends. The delivery
+// (fanout.run): the queue holds that change until the sync ends. The delivery
 // of a change the sync read already ends nothing: an informer calls its
 // handlers after its cache has the change, so a sync may read a change
 // before its event arrives.
@@ -195,16 +234,16 @@ type reading struct {
 
 // readSources notes what the sync of key read of the providers' slices,
 // until done is called.
-func (c *Controller) readSources(key string, in *desired.Input) (done func()) {
+func (f *fanout) readSources(key string, in *desired.Input) (done func()) {
 	r := &reading{members: in.Members, changed: make(chan struct{})}
-	c.reads.Store(key, r)
-	return func() { c.reads.CompareAndDelete(key, r) }
+	f.reads.Store(key, r)
+	return func() { f.reads.CompareAndDelete(key, r) }
 }
 
 // sourceChanged tells the sync of key, if one runs, of a source slice
 // delivered by cluster's informer.
-func (c *Controller) sourceChanged(key, cluster string, obj metav1.Object) {
-	r, ok := c.reads.Load(key)
+func (f *fanout) sourceChanged(key, cluster string, obj metav1.Object) {
+	r, ok := f.reads.Load(key)
 	if !ok {
 		return
 	}

@@ -2,56 +2,50 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 )
-
-// hungWait is memberWait in the tests of a hung member: the others' writes
-// must land within it, also under -race on two busy cores, or they count
-// as slow and are not waited for.
-const hungWait = time.Second
 
 // A member whose API server hangs on writes holds a sync up for
 // memberWait once, and no sync after that: the other members are written
 // at once, the hung one is not written again while its writes are under
-// way, and the service is synced again once they end.
+// way, and the service is synced again once they end. The clock is a fake
+// one, stepped past memberWait once the sync waits for member3 alone.
 func TestHungMemberSlowsNoOne(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
 	f := newFixture(t, world{
 		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
 		m2: {ns1()},
 		m3: {ns1()},
-	})
-	f.c.memberWait = hungWait
+	}, withOptions(Options{Clock: fc}))
 	release := hangWrites(f, m3)
 
-	start := time.Now()
 	all := firstImport("foo", "imported-member1-foo-1")
-	expect(t, "member3 hangs", f.sync("demo/foo"), writes{m1: append(slices.Clone(all), "update serviceexports/status demo/foo"), m2: all})
-	// One wait for member3's writes, and none for member1's export status.
-	if took := time.Since(start); took > 2*hungWait {
-		t.Errorf("the sync took %s with member3 hung, want about memberWait (%s)", took, f.c.memberWait)
-	}
+	expect(t, "member3 hangs", syncPastWait(f, fc, "demo/foo", m3), writes{m1: append(slices.Clone(all), "update serviceexports/status demo/foo"), m2: all})
 	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
-	start = time.Now()
 	one := []string{"update endpointslices demo/imported-member1-foo-1"}
-	expect(t, "a change, member3's writes under way", f.sync("demo/foo"), writes{m1: one, m2: one})
-	if took := time.Since(start); took > f.c.memberWait {
-		t.Errorf("a sync waited %s for a member whose writes are under way", took)
-	}
+	// The clock no longer moves: a sync that waited would never end.
+	expect(t, "a change, member3's writes under way", syncUnbounded(t, f, "demo/foo"), writes{m1: one, m2: one})
 	requeuedOnRelease(t, f, "demo/foo", release, "the service was not queued again once member3's writes ended")
 	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		f.sync("demo/foo")
+		syncUnbounded(t, f, "demo/foo")
 		s, err := f.kube[m3].DiscoveryV1().EndpointSlices(ns).Get(t.Context(), "imported-member1-foo-1", metav1.GetOptions{})
 		return err == nil && len(s.Endpoints) == 2, nil
 	})
@@ -60,30 +54,138 @@ func TestHungMemberSlowsNoOne(t *testing.T) {
 	}
 }
 
+// What writes no sync waited for did is reported by no later sync either:
+// it was done for a plan that may have changed since. While the member is
+// slow the conditions say so; once it is not, they say what a sync that
+// waited for it found.
+func TestLateResultsReportedByNoLaterSync(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, nil, nil, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+		m3:  {ns1()},
+	}, withOptions(Options{Clock: fc}))
+	var fail atomic.Bool // once the hung writes go on, they fail
+	fail.Store(true)
+	f.kube[m3].PrependReactor("create", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return fail.Load(), nil, errors.New("the webhook refused it")
+	})
+	release := hangWrites(f, m3)
+	syncPastWait(f, fc, "demo/foo", m3)
+	applied := func() metav1.Condition {
+		return *meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	}
+	if c := applied(); c.Reason != reasonMemberSlow || !strings.Contains(c.Message, m3) {
+		t.Errorf("EndpointSliceApplied while member3 hangs: %s %q, want %s naming member3", c.Reason, c.Message, reasonMemberSlow)
+	}
+	requeuedOnRelease(t, f, "demo/foo", release, "the service was not queued again once member3's writes ended")
+	waitLanded(t, f, "demo/foo", m3)
+	fail.Store(false)
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		syncUnbounded(t, f, "demo/foo")
+		waitLanded(t, f, "demo/foo", m3)
+		if c := applied(); strings.Contains(c.Message, "refused") {
+			t.Fatalf("a later sync reported the failure of writes it did not start: %s %q", c.Reason, c.Message)
+		}
+		return applied().Status == metav1.ConditionTrue, nil
+	})
+	if err != nil {
+		t.Errorf("EndpointSliceApplied never True once member3's writes went through: %+v", applied())
+	}
+}
+
+// syncPastWait is f.sync of key while hung's writes hang: once the sync
+// waits for them alone, the fake clock steps past memberWait, once (a
+// flight under way then would count as slow otherwise), and again if that
+// step came before the sync's timer.
+func syncPastWait(f *fixture, fc *clocktesting.FakeClock, key, hung string) map[string][]string {
+	f.t.Helper()
+	done := make(chan struct{})
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		last := time.Time{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if onlyBusy(f, key, hung) && time.Since(last) > 100*time.Millisecond {
+				fc.Step(memberWait)
+				last = time.Now()
+			}
+		}
+	}()
+	got := f.sync(key)
+	close(done)
+	<-stepped
+	return got
+}
+
+// onlyBusy reports whether cluster alone has writes of key under way.
+func onlyBusy(f *fixture, key, cluster string) bool {
+	for _, name := range memberNames {
+		if _, busy := f.c.fan.flights.Load(flight{name, key}); busy != (name == cluster) {
+			return false
+		}
+	}
+	return true
+}
+
+// syncUnbounded is f.sync for a sync that must not wait for a slow
+// member: the clock does not move, so that one would hang, which this
+// bounds.
+func syncUnbounded(t *testing.T, f *fixture, key string) map[string][]string {
+	t.Helper()
+	got := make(chan map[string][]string, 1)
+	go func() { got <- f.sync(key) }()
+	select {
+	case w := <-got:
+		return w
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measure
+		t.Fatalf("the sync of %s waited for a slow member", key)
+		return nil
+	}
+}
+
+// waitLanded waits until cluster's writes of key have ended.
+func waitLanded(t *testing.T, f *fixture, key, cluster string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, busy := f.c.fan.flights.Load(flight{cluster, key})
+		return !busy, nil
+	})
+	if err != nil {
+		t.Fatalf("%s's writes of %s never ended", cluster, key)
+	}
+}
+
 // A member's slots bound the services whose writes are under way there: a
 // service that finds none free is deferred, and queued again once one
 // frees; the other members are written meanwhile.
 func TestMemberSlotsBoundWrites(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
 	f := newFixture(t, world{
 		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0),
 			service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2"), export("bar", t0)},
 		m2: {ns1()},
 		m3: {ns1()},
-	})
-	f.c.memberWait = hungWait
-	f.c.slots = newSlots(1)
+	}, withOptions(Options{Clock: fc}))
+	f.c.fan.slots = newSlots(1)
 	release := hangWrites(f, m3)
 
-	f.sync("demo/foo") // member3's one slot: foo's writes, hung
+	syncPastWait(f, fc, "demo/foo", m3) // member3's one slot: foo's writes, hung
 	bar := firstImport("bar", "imported-member1-bar-1")
-	expect(t, "bar, no slot free in member3", f.sync("demo/bar"), writes{m1: append(slices.Clone(bar), "update serviceexports/status demo/bar"), m2: bar})
-	if _, ok := f.c.flights.Load(flight{m3, "demo/bar"}); ok {
+	expect(t, "bar, no slot free in member3", syncUnbounded(t, f, "demo/bar"), writes{m1: append(slices.Clone(bar), "update serviceexports/status demo/bar"), m2: bar})
+	if _, ok := f.c.fan.flights.Load(flight{m3, "demo/bar"}); ok {
 		t.Error("bar's writes are under way in member3, whose one slot foo's hold")
 	}
 	requeuedOnRelease(t, f, "demo/bar", release, "bar was not queued again once member3's slot freed")
 	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		f.sync("demo/foo")
-		f.sync("demo/bar")
+		syncUnbounded(t, f, "demo/foo")
+		syncUnbounded(t, f, "demo/bar")
 		client := f.kube[m3].DiscoveryV1().EndpointSlices(ns)
 		_, errFoo := client.Get(t.Context(), "imported-member1-foo-1", metav1.GetOptions{})
 		_, errBar := client.Get(t.Context(), "imported-member1-bar-1", metav1.GetOptions{})
@@ -149,13 +251,12 @@ func TestSlotsLetGoOfWhatWaited(t *testing.T) {
 func TestLeftMemberForgotten(t *testing.T) {
 	f := newFixture(t, world{})
 	for _, cluster := range []string{"member9", m1} {
-		f.c.slowMembers.Store(cluster, true)
+		f.c.fan.slow.Store(cluster, true)
 		f.c.prunedFields.Store(cluster, prunedFields{status: true})
-		f.c.landed.Store(flight{cluster, "demo/foo"}, &outcome{})
 	}
 	f.c.memberChanged("member9") // not registered: it left
 	for name, left := range map[string][]string{
-		"slowMembers": keys(&f.c.slowMembers), "prunedFields": keys(&f.c.prunedFields), "landed": clustersOf(keys(&f.c.landed)),
+		"slow": keys(&f.c.fan.slow), "prunedFields": keys(&f.c.prunedFields),
 	} {
 		if !slices.Equal(left, []string{m1}) {
 			t.Errorf("%s holds entries of %v, want member1's alone", name, left)
@@ -179,8 +280,8 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 	synced := make(chan error, 1)
 	go func() { synced <- f.c.sync(t.Context(), "demo/foo") }()
 	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, m1Busy := f.c.flights.Load(flight{m1, "demo/foo"})
-		_, m3Busy := f.c.flights.Load(flight{m3, "demo/foo"})
+		_, m1Busy := f.c.fan.flights.Load(flight{m1, "demo/foo"})
+		_, m3Busy := f.c.fan.flights.Load(flight{m3, "demo/foo"})
 		return !m1Busy && m3Busy, nil
 	})
 	if err != nil {
@@ -205,8 +306,8 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 	// what it had when the change ended its wait.
 	one := []string{"update endpointslices demo/imported-member1-foo-1"}
 	err = wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, m1Busy := f.c.flights.Load(flight{m1, "demo/foo"})
-		_, m2Busy := f.c.flights.Load(flight{m2, "demo/foo"})
+		_, m1Busy := f.c.fan.flights.Load(flight{m1, "demo/foo"})
+		_, m2Busy := f.c.fan.flights.Load(flight{m2, "demo/foo"})
 		return !m1Busy && !m2Busy, nil
 	})
 	if err != nil {
@@ -227,7 +328,7 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 // informer calls its handlers after its cache has the change, so the sync
 // may have read it first. A newer version, or another slice, does.
 func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
-	c := &Controller{}
+	c := &fanout{}
 	read := slice("foo", "foo-1", 1, "10.1.0.1")
 	read.ResourceVersion = "5"
 	for _, tc := range []struct {
@@ -266,13 +367,5 @@ func keys[K comparable, V any](m *syncMap[K, V]) []K {
 		out = append(out, k)
 		return true
 	})
-	return out
-}
-
-func clustersOf(fs []flight) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.cluster)
-	}
 	return out
 }

@@ -66,7 +66,7 @@ func (w *writer) syncSlices(ctx context.Context, name string, plan *desired.Plan
 }
 
 func (w *writer) slice(name string) *discoveryv1.EndpointSlice {
-	return latestOf(w.c.track, w.key("EndpointSlice", name), w.m.Slice(w.namespace, name))
+	return latestOf(w.track, w.key("EndpointSlice", name), w.m.Slice(w.namespace, name))
 }
 
 func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice) (bool, error) {

@@ -23,7 +23,7 @@ import (
 // (members.ImportClient).
 
 func (w *writer) serviceImport(name string) *mcsv1b1.ServiceImport {
-	return latestOf(w.c.track, w.key("ServiceImport", name), w.m.Import(w.namespace, name))
+	return latestOf(w.track, w.key("ServiceImport", name), w.m.Import(w.namespace, name))
 }
 
 // ensureImport returns the member's ServiceImport, creating ours if there
@@ -61,7 +61,7 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, s
 		upd = imp.DeepCopy()
 	}
 	setStatus(upd)
-	w.c.pruned(w.m.Name).dropStatus(&upd.Status)
+	w.prunedHere().dropStatus(&upd.Status)
 	if equality.Semantic.DeepEqual(upd.Status, imp.Status) {
 		return imp, nil
 	}
@@ -154,7 +154,7 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 	t := plan.Import.Traffic
 	imp.Spec.SessionAffinity, imp.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
 	imp.Spec.InternalTrafficPolicy, imp.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
-	w.c.pruned(w.m.Name).drop(imp)
+	w.prunedHere().drop(imp)
 	if ours(imp) {
 		setOwnImportMeta(imp, plan)
 	} else {
@@ -234,8 +234,9 @@ func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) e
 // neither set nor compared there again, until the controller restarts.
 type prunedFields struct{ traffic, families, status bool }
 
-func (c *Controller) pruned(member string) prunedFields {
-	p, _ := c.prunedFields.Load(member)
+// prunedHere is what the writer's member drops.
+func (w *writer) prunedHere() prunedFields {
+	p, _ := w.pruned.Load(w.m.Name)
 	return p
 }
 
@@ -263,7 +264,7 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 	if got == nil {
 		return
 	}
-	p := w.c.pruned(w.m.Name)
+	p := w.prunedHere()
 	was := p
 	s, g := sent.Spec, got.Spec
 	p.traffic = p.traffic || (s.SessionAffinity != "" && g.SessionAffinity == "") ||
@@ -273,6 +274,6 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 		(sent.Status.EndpointSliceObjects != "" && got.Status.EndpointSliceObjects == "")
 	if p != was {
 		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families, "status", p.status)
-		w.c.prunedFields.Store(w.m.Name, p)
+		w.pruned.Store(w.m.Name, p)
 	}
 }

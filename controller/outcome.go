@@ -16,18 +16,29 @@ type outcome struct {
 	// back queues every service again.
 	unreachable map[string]string
 	// pending are members whose writes the sync did not wait for
-	// (fanout.go): the service is synced again when they end.
+	// (fanout.go): the service is synced again when they end. slow are
+	// those of them that are slow, and why: reported, as what their
+	// writes did cannot be.
 	pending []string
+	slow    map[string]string
 	// namesTaken are propagated Services another object of the
 	// controller's holds the name of: reported, not retried, since the
 	// deletion of that object queues the service.
 	namesTaken []string
 }
 
-func (o *outcome) wait(cluster string) {
+// wait notes a member whose writes the sync does not wait for, and why
+// if it is slow.
+func (o *outcome) wait(cluster, slow string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.pending = append(o.pending, cluster)
+	if slow != "" {
+		if o.slow == nil {
+			o.slow = map[string]string{}
+		}
+		o.slow[cluster] = slow
+	}
 }
 
 // merge adds what another outcome collected. Errors arrive in any order;

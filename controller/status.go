@@ -31,6 +31,7 @@ const (
 	reasonClusterLeft        = "ClusterLeft"
 	reasonCleanupPending     = "CleanupPending"
 	reasonNameTaken          = "NameTaken"
+	reasonMemberSlow         = "MemberSlow"
 )
 
 func (c *Controller) addFinalizer(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
@@ -151,8 +152,11 @@ func serviceApplied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *
 		return trueCond(v1alpha1.ServiceApplied, reasonNoHubService, fmt.Sprintf("no Service %s on the hub: the members' own Services are used", mcs.Name))
 	}
 	targets := slices.Sorted(maps.Keys(plan.Propagate))
-	if msg := join(out.propagateErrs, unreachableIn(out, targets)); msg != "" {
+	if msg := join(out.propagateErrs, causesIn(out.unreachable, targets)); msg != "" {
 		return falseCond(v1alpha1.ServiceApplied, reasonApplyFailed, msg)
+	}
+	if msg := join(nil, causesIn(out.slow, targets)); msg != "" {
+		return falseCond(v1alpha1.ServiceApplied, reasonMemberSlow, msg)
 	}
 	if msg := join(out.namesTaken, nil); msg != "" {
 		return falseCond(v1alpha1.ServiceApplied, reasonNameTaken, msg)
@@ -165,7 +169,7 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	if len(mcs.Spec.ServiceProvisionClusters) == 0 {
 		provision = slices.Concat(provision, plan.Unknown) // any unknown member may have the Service
 	}
-	if msg := join(nil, unreachableIn(out, provision)); msg != "" {
+	if msg := join(nil, causesIn(out.unreachable, provision)); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceCollected, reasonClusterUnreachable, msg)
 	}
 	if len(plan.LeftProvision) > 0 {
@@ -195,8 +199,11 @@ func applied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome
 	if msg := join(out.applyErrs, nil); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonApplyFailed, msg)
 	}
-	if msg := join(nil, unreachableIn(out, plan.Consumption)); msg != "" {
+	if msg := join(nil, causesIn(out.unreachable, plan.Consumption)); msg != "" {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonClusterUnreachable, msg)
+	}
+	if msg := join(nil, causesIn(out.slow, plan.Consumption)); msg != "" {
+		return falseCond(v1alpha1.EndpointSliceApplied, reasonMemberSlow, msg)
 	}
 	if len(plan.LeftConsumption) > 0 {
 		return falseCond(v1alpha1.EndpointSliceApplied, reasonClusterLeft, left("spec.serviceConsumptionClusters", plan.LeftConsumption))
@@ -232,11 +239,12 @@ func messages(causes map[string]desired.Cause) []string {
 	return out
 }
 
-func unreachableIn(out *outcome, clusters []string) []string {
+// causesIn are the causes, by cluster, of those of clusters that have one.
+func causesIn(causes map[string]string, clusters []string) []string {
 	var msgs []string
-	for _, c := range slices.Sorted(maps.Keys(out.unreachable)) {
+	for _, c := range slices.Sorted(maps.Keys(causes)) {
 		if slices.Contains(clusters, c) {
-			msgs = append(msgs, out.unreachable[c])
+			msgs = append(msgs, causes[c])
 		}
 	}
 	return msgs

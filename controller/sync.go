@@ -36,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
-	defer c.readSources(key, in)()
+	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
 	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
@@ -188,7 +188,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 // separate API servers, so a sync waits for the slowest, not for their
 // sum, and for one that hangs memberWait at most (fanout.go).
 func (c *Controller) applyMembers(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
-	c.fanOut(namespace+"/"+name, c.opts.Members.List(), out, func(m *members.Member, mine *outcome) {
+	c.fan.run(namespace+"/"+name, c.opts.Members.List(), out, func(m *members.Member, mine *outcome) {
 		c.applyMember(ctx, m, namespace, name, plan, mine, seen)
 	})
 }
