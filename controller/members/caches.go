@@ -60,27 +60,30 @@ type caches struct {
 	full sync.Once
 }
 
-// newCaches starts the member's informers, in the MCS API versions it
-// serves. They run until ctx ends or stop. Once they hold more than the
-// member's maxObjects (0: no bound), it overflows, once.
+// newCaches makes the member's informers, in the MCS API versions it
+// serves, to run until ctx ends or stop; start starts them. Once they hold
+// more than the member's maxObjects (0: no bound), it overflows, once.
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
 	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, m.wantedSelector())
 	c.max = int64(m.maxObjects)
 	if err := c.count(m.overflow); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c.done, c.stop = ctx.Done(), cancel
+	ctx, c.stop = context.WithCancel(ctx)
+	c.done = ctx.Done()
+	return c, nil
+}
+
+func (c *caches) start() {
 	for _, f := range c.factories {
-		f.Start(ctx.Done())
+		f.Start(c.done)
 	}
 	go func() {
-		<-ctx.Done()
+		<-c.done
 		for _, f := range c.factories {
 			f.Shutdown()
 		}
 	}()
-	return c, nil
 }
 
 // factory is what caches needs of an informer factory, client-go's or

@@ -4,13 +4,13 @@
 //
 // One file per job: registry.go registers members, secrets.go decides which
 // Secret registers a name, config.go makes their clients (untrusted.go
-// checks a Secret's kubeconfig), probe.go is the reachability
-// state machine, caches.go the informers (scoped.go: one per namespace
-// synced), trim.go what they keep of each object (packed.go and
-// compress.go: held packed), read.go what the sync reads of them, mcs.go
-// the typed MCS API writes, responses.go the bound on what a member's
-// API server may answer, bounds.go the namespaces it may export from,
-// metrics.go the counters.
+// checks a Secret's kubeconfig), probe.go is the reachability state
+// machine and lifecycle.go that of the informers, caches.go the informers
+// (scoped.go: one per namespace synced), trim.go what they keep of each
+// object (packed.go and compress.go: held packed), read.go what the sync
+// reads of them, mcs.go the typed MCS API writes, responses.go the bound
+// on what a member's API server may answer, bounds.go the namespaces it
+// may export from, metrics.go the counters.
 package members
 
 import (
@@ -68,8 +68,8 @@ type Member struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// mu guards the state below, which the probe changes (probe.go) and
-	// the sync reads.
+	// mu guards the state below, which the probe changes (probe.go; the
+	// informers' by lifecycle.go alone) and the sync reads.
 	mu sync.RWMutex
 	// caches are the informers, nil until they started; exports and
 	// imports the MCS API versions they were made for.

@@ -3,7 +3,6 @@ package members
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,24 +55,21 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := ready(pctx, m)
-	over := m.overflowed()
-	m.mu.RLock()
-	started, reachable, cutOff := m.caches != nil, m.reachable, m.cutOff
-	m.mu.RUnlock()
+	l := m.lifecycle()
 	switch {
 	case err != nil:
 		var answered apierrors.APIStatus
 		if !errors.As(err, &answered) {
 			m.cutOffNow()
 		}
-	case over != nil:
-		err = over
-	case !started:
+	case l.overflow != nil:
+		err = l.overflow
+	case !l.started:
 		err = m.startInformers(ctx, h)
-	case reachable || !cutOff:
+	case l.reachable || !l.cutOff:
 		// Reachable, or unreachable by checks it failed but answered: its
 		// watches kept working.
-		m.setCutOff(false)
+		m.answered()
 		err = m.reselect(ctx, h)
 	default:
 		err = m.relist(ctx, h)
@@ -118,25 +114,6 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	}
 }
 
-func (m *Member) setCutOff(v bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cutOff = v
-}
-
-// cutOffNow marks the member cut off, and stops a fresh list that the
-// failed probe interrupted: its informers would wait out their back-off
-// too. It starts anew when the member answers.
-func (m *Member) cutOffNow() {
-	m.mu.Lock()
-	fresh := m.fresh
-	m.cutOff, m.fresh = true, nil
-	m.mu.Unlock()
-	if fresh != nil {
-		fresh.stop()
-	}
-}
-
 // startInformers discovers which MCS API version the member serves and
 // starts every informer the controller reads. A member without the MCS API
 // CRDs is an error here: it is retried at the next probe.
@@ -153,11 +130,9 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	if err != nil {
 		return err
 	}
-	// Readers take the caches under mu: they are published with the
-	// versions they were made for.
-	m.mu.Lock()
-	m.caches, m.exports, m.imports = c, exports, imports
-	m.mu.Unlock()
+	if err := m.install(c, exports, imports); err != nil {
+		return err
+	}
 	if err := c.handle(m.Name, h); err != nil {
 		return err
 	}
@@ -209,78 +184,4 @@ func (m *Member) reselect(ctx context.Context, h Handlers) error {
 		return err // the next probe looks again
 	}
 	return m.swap(fresh, h)
-}
-
-// freshCaches are the informers being listed anew, started if none are.
-func (m *Member) freshCaches(ctx context.Context) (*caches, error) {
-	m.mu.Lock()
-	fresh, exports, imports := m.fresh, m.exports, m.imports
-	m.mu.Unlock()
-	if fresh != nil {
-		return fresh, nil
-	}
-	fresh, err := newCaches(ctx, m, exports, imports)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	m.fresh = fresh
-	m.mu.Unlock()
-	return fresh, nil
-}
-
-// swap puts the fresh informers in place of the old ones, which stop.
-// Fresh informers that were stopped while they listed (the member
-// overflowed, or was cut off again) are not put in place: they would
-// count as synced with what they held when they stopped, and renew the
-// member's Leases from it. The old ones may be gone already (overflow).
-func (m *Member) swap(fresh *caches, h Handlers) error {
-	m.mu.Lock()
-	if m.fresh != fresh {
-		m.mu.Unlock()
-		return errors.New("its informers were stopped while they listed it afresh")
-	}
-	old := m.caches
-	m.caches, m.fresh, m.cutOff = fresh, nil, false
-	m.mu.Unlock()
-	if old != nil {
-		old.stop()
-	}
-	return fresh.handle(m.Name, h)
-}
-
-// overflowRetry is how long a member whose informers held more objects
-// than it may make the controller hold counts as unreachable before it is
-// listed again: each list of a member that large costs the memory the
-// bound is there to protect.
-const overflowRetry = 10 * time.Minute
-
-// overflow stops caches c, which hold more objects than the member may
-// make the controller hold. The member counts as unreachable, so what it
-// provided stays as it is, as for any member whose objects are unknown,
-// until it is listed again after overflowRetry.
-func (m *Member) overflow(c *caches) {
-	err := fmt.Errorf("%s holds more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects): its informers are stopped, to be listed again in %s", m.Name, c.max, overflowRetry)
-	m.mu.Lock()
-	if m.caches == c {
-		m.caches = nil
-	}
-	if m.fresh == c {
-		m.fresh = nil
-	}
-	m.overflowErr, m.overflowUntil = err, time.Now().Add(overflowRetry)
-	m.mu.Unlock()
-	c.stop()
-	klog.ErrorS(err, "Member holds too many objects", "cluster", m.Name, "source", m.Source)
-}
-
-// overflowed is the error of a member whose informers held too many
-// objects, until it may be listed again.
-func (m *Member) overflowed() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.overflowErr != nil && time.Now().After(m.overflowUntil) {
-		m.overflowErr = nil
-	}
-	return m.overflowErr
 }

@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,50 +73,84 @@ func TestUnhealthyFromTheProbeThatFoundIt(t *testing.T) {
 	}
 }
 
-// Informers listed afresh and stopped meanwhile (the member overflowed)
-// are never put in place, and old ones that overflowed meanwhile are not
-// stopped twice: a swap racing an overflow leaves the member either with
-// running caches or with none, never with stopped ones.
-func TestSwapRacingOverflow(t *testing.T) {
+// The member's informers go through one state machine (lifecycle.go):
+// whatever overflows, swaps or is cut off at once, the member never holds
+// caches that were stopped, an overflow takes every caches of it out, and
+// none are put in place past an overflow until it is retried.
+func TestCacheLifecycleRacingOverflow(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := fakeMember(t)
-	m.exports, m.imports = mcsv1b1.SchemeGroupVersion, mcsv1b1.SchemeGroupVersion
+	m.clock = fc
+	v := mcsv1b1.SchemeGroupVersion
 	none := func(string, any) {}
 	h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
 	ctx := t.Context()
-	listed := func() *caches {
+	made := func() *caches {
 		t.Helper()
-		c, err := m.freshCaches(ctx)
+		c, err := newCaches(ctx, m, v, v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-
-	m.caches = listed()
-	m.fresh = nil
-	fresh := listed()
-	m.overflow(fresh)
-	if err := m.swap(fresh, h); err == nil || m.current() == fresh {
-		t.Fatalf("caches stopped while listing were swapped in (err %v)", err)
+	stopped := func(c *caches) bool {
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
 	}
-
-	for range 50 {
-		old := listed()
+	for i := range 50 {
+		fc.Step(overflowRetry + time.Second) // the last round's overflow is retried
+		m.lifecycle()
 		m.mu.Lock()
-		m.caches, m.fresh = old, nil
+		if m.caches != nil { // what the last round left serving
+			m.caches.stop()
+		}
+		m.caches = nil
 		m.mu.Unlock()
-		fresh := listed()
-		done := make(chan error)
-		go func() { done <- m.swap(fresh, h) }()
-		m.overflow(old)
-		m.overflow(fresh)
-		<-done
-		if c := m.current(); c != nil {
-			select {
-			case <-c.done:
-				t.Fatal("the member holds stopped caches")
-			default:
+		old := made()
+		if err := m.install(old, v, v); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := m.freshCaches(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { m.swap(fresh, h) })
+		wg.Go(func() { m.overflow([]*caches{old, fresh}[i%2]) }) // either may overflow
+		if i%3 == 0 {
+			wg.Go(m.cutOffNow)
+		}
+		wg.Wait()
+
+		m.mu.Lock()
+		current, pending, over := m.caches, m.fresh, m.overflowErr
+		m.mu.Unlock()
+		for _, c := range []*caches{current, pending} {
+			if c != nil && stopped(c) {
+				t.Fatalf("round %d: the member holds stopped caches", i)
 			}
+		}
+		overflowed := []*caches{old, fresh}[i%2]
+		if over == nil {
+			// Only caches already taken out (swapped, or cut off) may
+			// overflow without effect.
+			if !stopped(overflowed) || current == nil {
+				t.Fatalf("round %d: the overflow of caches in place was lost", i)
+			}
+			continue
+		}
+		if current != nil || pending != nil {
+			t.Fatalf("round %d: caches are left in place after an overflow", i)
+		}
+		if !stopped(old) || !stopped(fresh) {
+			t.Fatalf("round %d: caches taken out by an overflow still run", i)
+		}
+		if err := m.install(made(), v, v); err == nil {
+			t.Fatalf("round %d: caches put in place before the overflow is retried", i)
 		}
 	}
 }
