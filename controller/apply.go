@@ -39,7 +39,7 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	// A member that hangs holds this worker for applyTimeout at most.
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	w := c.writer(m, namespace)
+	w := c.writer(m, namespace, name)
 	if err := w.propagate(ctx, name, plan.Propagate[m.Name]); err != nil {
 		out.propagateFailed(m.Name, err)
 	}
@@ -94,10 +94,11 @@ type writer struct {
 	pruned    *syncMap[string, prunedFields]
 	m         *members.Member
 	namespace string
+	svcKey    string // the service's namespace/name
 }
 
-func (c *Controller) writer(m *members.Member, namespace string) *writer {
-	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace}
+func (c *Controller) writer(m *members.Member, namespace, name string) *writer {
+	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name}
 }
 
 func (w *writer) key(kind, name string) trackKey {
@@ -131,7 +132,7 @@ func (w *writer) ensureNamespace(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			w.track.wrote(key, members.Trim(got))
+			w.track.wrote(key, members.Trim(got), w.svcKey)
 		}
 		return err
 	})
@@ -160,7 +161,7 @@ func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, 
 	return w.do(kind, verb, func() error {
 		got, err := write()
 		if err == nil {
-			w.track.wrote(w.key(kind, name), members.Trim(got))
+			w.track.wrote(w.key(kind, name), members.Trim(got), w.svcKey)
 		}
 		return err
 	})

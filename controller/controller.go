@@ -112,9 +112,9 @@ func New(opts Options) *Controller {
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
-		track:   newTracker(),
 		crdPoll: crdPoll,
 	}
+	c.track = newTracker(opts.Clock, c.requeueUnseen)
 	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
@@ -390,6 +390,44 @@ func (c *Controller) memberChanged(name string) {
 func (c *Controller) forget(member string) {
 	c.fan.forget(member)
 	c.prunedFields.Delete(member)
+}
+
+// requeueUnseen queues the service of a write the tracker forgot before
+// its informer delivered it, unless the cache holds it now: the object
+// may be gone without the informer having seen it, and the sync must
+// make it anew.
+func (c *Controller) requeueUnseen(k trackKey, w tracked) {
+	var cached metav1.Object
+	switch m := c.member(k.cluster); {
+	case k == mcsKey(k.namespace, k.name):
+		cached = nilIfNone(c.hub.get(k.namespace, k.name))
+	case m == nil:
+		return // it left
+	case k.kind == "Namespace":
+		if m.HasNamespace(k.name) {
+			return
+		}
+	case k.kind == "EndpointSlice":
+		cached = nilIfNone(m.Slice(k.namespace, k.name))
+	case k.kind == "Service":
+		cached = nilIfNone(m.Service(k.namespace, k.name))
+	case k.kind == "ServiceImport":
+		cached = nilIfNone(m.Import(k.namespace, k.name))
+	}
+	if cached == nil || !newerOrSame(cached, w.obj) {
+		c.queue.Add(w.service)
+	}
+}
+
+// nilIfNone is o as a metav1.Object, nil for a nil pointer.
+func nilIfNone[P interface {
+	*E
+	metav1.Object
+}, E any](o P) metav1.Object {
+	if o == nil {
+		return nil
+	}
+	return o
 }
 
 // member is the registered member of that name, or nil.

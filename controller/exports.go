@@ -42,7 +42,7 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 		}
 	}
 	c.fan.run(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
-		w := c.writer(m, namespace)
+		w := c.writer(m, namespace, name)
 		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
 		defer cancel()
 		if err := w.writeExportStatus(wctx, updates[m.Name]); err != nil {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -58,6 +59,45 @@ func TestDeletedByOthersComeBack(t *testing.T) {
 			expect(t, "deleted", got, writes{m2: tc.want})
 			expect(t, "back, again", f.sync("demo/foo"), writes{})
 		})
+	}
+}
+
+// A write the informer never delivered (made, then deleted by someone
+// else between two lists of a relisting informer) was taken for present
+// while the tracker remembered it; once it is forgotten, its service is
+// queued, so that the sync makes it anew. A write the cache holds queues
+// nothing, also when its echo came before the write was recorded.
+func TestUnseenWriteHeals(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+	}, withOptions(Options{Clock: fc}))
+	f.sync("demo/foo")
+	queued(f.c, "") // empty the queue
+	sweep := func() {
+		fc.Step(trackTTL + time.Second)
+		f.c.track.sweep()
+	}
+	sweep()
+	if queued(f.c, "demo/foo") {
+		t.Error("what the informers delivered queued its service when swept")
+	}
+
+	held := f.sliceOf(m2, "imported-member1-foo-1")
+	f.c.track.wrote(trackKey{m2, "EndpointSlice", ns, held.Name}, held, "demo/foo") // echo first
+	sweep()
+	if queued(f.c, "demo/foo") {
+		t.Error("a write the cache holds queued its service when swept")
+	}
+
+	lost := held.DeepCopy()
+	lost.Name, lost.ResourceVersion = "imported-member1-foo-2", "999999"
+	f.c.track.wrote(trackKey{m2, "EndpointSlice", ns, lost.Name}, lost, "demo/foo")
+	sweep()
+	if !queued(f.c, "demo/foo") {
+		t.Error("a write the informer never delivered did not queue its service when swept")
 	}
 }
 

@@ -301,7 +301,7 @@ func (c *Controller) wroteMCS(mcs, got *v1alpha1.MultiClusterService, verb strin
 	if err != nil {
 		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
 	}
-	c.track.wrote(mcsKey(got.Namespace, got.Name), members.TrimHubObject(got))
+	c.track.wrote(mcsKey(got.Namespace, got.Name), members.TrimHubObject(got), key(got))
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/controller/members"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
 // trackTTL bounds how long a write is remembered: far longer than an
@@ -22,6 +24,10 @@ type tracker struct {
 	mu    sync.Mutex
 	objs  map[trackKey]tracked
 	swept time.Time
+	clock clock.PassiveClock
+	// unseen is told of each write swept before its informer delivered
+	// it (see sweepLocked).
+	unseen func(k trackKey, w tracked)
 }
 
 type trackKey struct{ cluster, kind, namespace, name string }
@@ -30,11 +36,20 @@ type tracked struct {
 	obj     metav1.Object // nil: deleted
 	deleted types.UID     // the UID deleted, when obj is nil
 	at      time.Time
+	// service is the key of the service the write was for; seen whether
+	// the informer delivered it.
+	service string
+	seen    bool
 }
 
-func newTracker() *tracker { return &tracker{objs: map[trackKey]tracked{}} }
+func newTracker(clk clock.PassiveClock, unseen func(trackKey, tracked)) *tracker {
+	return &tracker{objs: map[trackKey]tracked{}, clock: clk, unseen: unseen}
+}
 
-func (t *tracker) wrote(k trackKey, obj metav1.Object) { t.put(k, tracked{obj: obj}) }
+// wrote records obj, written under k for the service of key service.
+func (t *tracker) wrote(k trackKey, obj metav1.Object, service string) {
+	t.put(k, tracked{obj: obj, service: service})
+}
 
 func (t *tracker) deleted(k trackKey, uid types.UID) { t.put(k, tracked{deleted: uid}) }
 
@@ -42,10 +57,11 @@ func (t *tracker) deleted(k trackKey, uid types.UID) { t.put(k, tracked{deleted:
 // looked up again (a deleted slice's name) are swept once per trackTTL.
 func (t *tracker) put(k trackKey, w tracked) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	w.at = time.Now()
+	w.at = t.clock.Now()
 	t.objs[k] = w
-	t.sweepLocked(w.at)
+	unseen := t.sweepLocked(w.at)
+	t.mu.Unlock()
+	t.tell(unseen)
 }
 
 // sweep drops what was written more than trackTTL ago, once per trackTTL.
@@ -53,19 +69,44 @@ func (t *tracker) put(k trackKey, w tracked) {
 // later write may come to sweep: the controller calls it every trackTTL.
 func (t *tracker) sweep() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sweepLocked(time.Now())
+	unseen := t.sweepLocked(t.clock.Now())
+	t.mu.Unlock()
+	t.tell(unseen)
 }
 
-func (t *tracker) sweepLocked(now time.Time) {
+// sweepLocked drops the entries older than trackTTL, and returns the
+// writes among them that the informer never delivered: an object made
+// and deleted by someone else between two lists of a relisting informer,
+// which the sync took for present until now, and nothing else queues its
+// service to make anew; or an echo delivered before the write was
+// recorded.
+func (t *tracker) sweepLocked(now time.Time) map[trackKey]tracked {
 	if now.Sub(t.swept) < trackTTL {
-		return
+		return nil
 	}
 	t.swept = now
-	for key, v := range t.objs {
-		if now.Sub(v.at) > trackTTL {
-			delete(t.objs, key)
+	var unseen map[trackKey]tracked
+	for k, w := range t.objs {
+		if now.Sub(w.at) <= trackTTL {
+			continue
 		}
+		delete(t.objs, k)
+		if w.obj != nil && !w.seen && w.service != "" {
+			if unseen == nil {
+				unseen = map[trackKey]tracked{}
+			}
+			unseen[k] = w
+		}
+	}
+	return unseen
+}
+
+func (t *tracker) tell(unseen map[trackKey]tracked) {
+	if t.unseen == nil {
+		return
+	}
+	for k, w := range unseen {
+		t.unseen(k, w)
 	}
 }
 
@@ -78,7 +119,7 @@ func (t *tracker) latest(k trackKey, cached metav1.Object) metav1.Object {
 	if !ok {
 		return cached
 	}
-	if time.Since(w.at) > trackTTL {
+	if t.clock.Since(w.at) > trackTTL {
 		delete(t.objs, k)
 		return cached
 	}
@@ -153,5 +194,7 @@ func (t *tracker) delivered(k trackKey, obj metav1.Object, gone bool) (echo bool
 		delete(t.objs, k)
 		return false
 	}
+	w.seen = true // delivered, or something newer
+	t.objs[k] = w
 	return obj.GetResourceVersion() == w.obj.GetResourceVersion()
 }

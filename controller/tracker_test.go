@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func object(uid types.UID, rv string) *corev1.Service {
@@ -14,14 +17,14 @@ func object(uid types.UID, rv string) *corev1.Service {
 }
 
 func TestTrackerLatest(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(clock.RealClock{}, nil)
 	k := trackKey{cluster: "m2", kind: "Service", namespace: "ns", name: "derived-foo"}
 	written, older, newer := object("a", "10"), object("a", "9"), object("a", "11")
 
 	if got := tr.latest(k, older); got != older {
 		t.Fatalf("nothing written: got %v, want the cache", got)
 	}
-	tr.wrote(k, written)
+	tr.wrote(k, written, "ns/foo")
 	if got := tr.latest(k, nil); got != written {
 		t.Errorf("created, not cached yet: got %v, want what was written", got)
 	}
@@ -46,10 +49,10 @@ func TestTrackerLatest(t *testing.T) {
 }
 
 func TestTrackerSweeps(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(clock.RealClock{}, nil)
 	stale := trackKey{name: "imported-m1-gone"}
 	tr.objs[stale] = tracked{deleted: "x", at: time.Now().Add(-2 * trackTTL)}
-	tr.wrote(trackKey{name: "fresh"}, object("f", "1"))
+	tr.wrote(trackKey{name: "fresh"}, object("f", "1"), "ns/foo")
 	if _, ok := tr.objs[stale]; ok {
 		t.Error("an entry older than trackTTL that is never looked up again was kept")
 	}
@@ -60,7 +63,7 @@ func TestTrackerSweeps(t *testing.T) {
 
 // What an initial sync wrote last goes without another write to sweep it.
 func TestTrackerSweepsWhenIdle(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(clock.RealClock{}, nil)
 	tr.objs[trackKey{name: "derived-last"}] = tracked{obj: object("l", "9"), at: time.Now().Add(-2 * trackTTL)}
 	tr.sweep()
 	if len(tr.objs) != 0 {
@@ -87,11 +90,11 @@ func TestTrackerDelivered(t *testing.T) {
 		{"the write deleted by someone", object("a", "10"), true, false, true},
 		{"an object deleted before it was made", object("z", "8"), true, false, false},
 	} {
-		tr := newTracker()
+		tr := newTracker(clock.RealClock{}, nil)
 		if tr.delivered(k, tc.obj, tc.gone) {
 			t.Errorf("%s, nothing written: an echo", tc.name)
 		}
-		tr.wrote(k, written)
+		tr.wrote(k, written, "ns/foo")
 		if got := tr.delivered(k, tc.obj, tc.gone); got != tc.echo {
 			t.Errorf("%s: echo %t, want %t", tc.name, got, tc.echo)
 		}
@@ -103,7 +106,7 @@ func TestTrackerDelivered(t *testing.T) {
 		}
 	}
 
-	tr := newTracker()
+	tr := newTracker(clock.RealClock{}, nil)
 	tr.deleted(k, "a")
 	if tr.delivered(k, written, false) {
 		t.Error("deleted by us: the last write's copy is no echo")
@@ -111,5 +114,29 @@ func TestTrackerDelivered(t *testing.T) {
 	tr.delivered(k, written, true)
 	if _, kept := tr.objs[k]; kept {
 		t.Error("our deletion is remembered after the informer delivered it")
+	}
+}
+
+// A write that its informer never delivered (made and deleted by someone
+// else between two lists of a relisting informer) queues its service when
+// it is swept: until then the sync took it for present, and nothing else
+// would queue the service to make it anew. A delivered write queues
+// nothing.
+func TestTrackerUnseenWriteQueuesItsService(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	var queued []string
+	tr := newTracker(fc, func(_ trackKey, w tracked) { queued = append(queued, w.service) })
+	seen := trackKey{cluster: "m2", kind: "EndpointSlice", namespace: "ns", name: "imported-m1-bar"}
+	unseen := trackKey{cluster: "m2", kind: "EndpointSlice", namespace: "ns", name: "imported-m1-foo"}
+	tr.wrote(seen, object("a", "10"), "ns/bar")
+	tr.wrote(unseen, object("b", "11"), "ns/foo")
+	tr.delivered(seen, object("a", "10"), false)
+	fc.Step(trackTTL + time.Second)
+	tr.sweep()
+	if !slices.Equal(queued, []string{"ns/foo"}) {
+		t.Errorf("the sweep queued %v, want ns/foo alone", queued)
+	}
+	if got := tr.latest(unseen, nil); got != nil {
+		t.Errorf("the unseen write is still taken for present: %v", got)
 	}
 }
