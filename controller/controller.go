@@ -413,6 +413,8 @@ func (c *Controller) requeueUnseen(k trackKey, w tracked) {
 		cached = nilIfNone(m.Service(k.namespace, k.name))
 	case k.kind == "ServiceImport":
 		cached = nilIfNone(m.Import(k.namespace, k.name))
+	case k.kind == "ServiceExport":
+		cached = nilIfNone(m.Export(k.namespace, k.name))
 	}
 	if cached == nil || !newerOrSame(cached, w.obj) {
 		c.queue.Add(w.service)

@@ -25,7 +25,7 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 	updates := map[string]*mcsv1b1.ServiceExport{}
 	var ms []*members.Member
 	for _, m := range c.opts.Members.List() {
-		exp := m.Export(namespace, name)
+		exp := latestOf(c.track, trackKey{m.Name, "ServiceExport", namespace, name}, m.Export(namespace, name))
 		// An unreachable member's write would only wait for its time-out;
 		// it is reported to once it is back, which queues every service.
 		if ok, _ := m.Reachable(); exp == nil || !ok || !m.Synced() {
@@ -82,5 +82,7 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 }
 
 func (w *writer) writeExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
-	return w.do("ServiceExport", "update-status", func() error { return w.m.UpdateExportStatus(ctx, exp) })
+	return save(w, "ServiceExport", "update-status", exp.Name, func() (*mcsv1b1.ServiceExport, error) {
+		return w.m.UpdateExportStatus(ctx, exp)
+	})
 }

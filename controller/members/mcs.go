@@ -72,16 +72,18 @@ func (m *Member) ImportVersion() string {
 	return m.imports.String()
 }
 
-// UpdateExportStatus updates the status of the member's ServiceExport exp.
-func (m *Member) UpdateExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
+// UpdateExportStatus updates the status of the member's ServiceExport exp,
+// and returns it as the member's API server did, as a v1beta1 type.
+func (m *Member) UpdateExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) (*mcsv1b1.ServiceExport, error) {
 	m.mu.RLock()
 	alpha := mcsapi.IsAlpha(m.exports)
 	m.mu.RUnlock()
-	var err error
 	if alpha {
-		_, err = m.MCS.MulticlusterV1alpha1().ServiceExports(exp.Namespace).UpdateStatus(ctx, mcsapi.ExportToAlpha(exp), metav1.UpdateOptions{})
-	} else {
-		_, err = m.MCS.MulticlusterV1beta1().ServiceExports(exp.Namespace).UpdateStatus(ctx, exp, metav1.UpdateOptions{})
+		got, err := m.MCS.MulticlusterV1alpha1().ServiceExports(exp.Namespace).UpdateStatus(ctx, mcsapi.ExportToAlpha(exp), metav1.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return mcsapi.ExportToBeta(got), nil
 	}
-	return err
+	return m.MCS.MulticlusterV1beta1().ServiceExports(exp.Namespace).UpdateStatus(ctx, exp, metav1.UpdateOptions{})
 }
