@@ -3,22 +3,51 @@ package members
 import (
 	"bytes"
 	"compress/flate"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
 // Objects of one kind repeat one another: their field names, label keys
-// and values, owners, ports, the namespace, the cluster names. So a
-// packed object is compressed (DEFLATE) after another of its kind, its
-// dictionary: the first one the controller packed of its type and class
-// (the controller's own objects, or others'), kept for as long as the
-// process runs. The API server's objects then take tens of bytes each
-// where their protobuf or JSON takes hundreds; one that does not compress
-// is kept as it is.
+// and values, owners, ports, the conditions' messages. So a packed object
+// is compressed (DEFLATE) after a sample of its kind, its dictionary: an
+// object of its type and class (the controller's own objects, or others')
+// as a lab's API server returned it, built into the binary (samples/),
+// trimmed as the caches trim it. The API server's objects then take tens
+// of bytes each where their protobuf or JSON takes hundreds; one that does
+// not compress is kept as it is. The dictionary is never a member's
+// object: a member whose huge object became it would make every later
+// pack and read of that kind, for every member, cost what compressing that
+// object costs.
+
+//go:embed samples/*.json
+var samples embed.FS
+
+// sampleFiles are the samples of each type, by class (ours).
+var sampleFiles = map[dictionaryKey]string{
+	{reflect.TypeFor[corev1.Service](), true}:                "derived-service.json",
+	{reflect.TypeFor[corev1.Service](), false}:               "source-service.json",
+	{reflect.TypeFor[discoveryv1.EndpointSlice](), true}:     "imported-slice.json",
+	{reflect.TypeFor[discoveryv1.EndpointSlice](), false}:    "source-slice.json",
+	{reflect.TypeFor[mcsv1b1.ServiceImport](), true}:         "service-import.json",
+	{reflect.TypeFor[mcsv1b1.ServiceImport](), false}:        "service-import.json",
+	{reflect.TypeFor[mcsv1b1.ServiceExport](), false}:        "service-export.json",
+	{reflect.TypeFor[v1alpha1.MultiClusterService](), false}: "multiclusterservice.json",
+}
+
+// maxDictionary is DEFLATE's window: what is further back than that is
+// never referred to.
+const maxDictionary = 32 << 10
 
 // dictionary is what the objects of one type and class are compressed
 // against. A flate writer made with a dictionary takes 800 KB and keeps
@@ -50,15 +79,42 @@ type dictionaryKey struct {
 	ours bool
 }
 
-// dictionaryOf is the dictionary of type T and class ours, first is the
-// encoded object that becomes it when there is none yet.
-func dictionaryOf[T any](ours bool, first []byte) *dictionary {
+// dictionaryOf is the dictionary of type T and class ours.
+func dictionaryOf[T any](ours bool) *dictionary {
 	key := dictionaryKey{reflect.TypeFor[T](), ours}
 	if d, ok := dictionaries.Load(key); ok {
 		return d.(*dictionary)
 	}
-	actual, _ := dictionaries.LoadOrStore(key, newDictionary(ours, first))
+	actual, _ := dictionaries.LoadOrStore(key, newDictionary(ours, sample[T](key)))
 	return actual.(*dictionary)
+}
+
+// sample is the encoded sample of key's type and class, trimmed as the
+// caches trim it; nil when there is none, or it is past maxDictionary
+// (a bug: objects are then compressed alone).
+func sample[T any](key dictionaryKey) []byte {
+	file, ok := sampleFiles[key]
+	if !ok {
+		return nil
+	}
+	raw, err := samples.ReadFile("samples/" + file)
+	if err != nil {
+		return nil
+	}
+	var obj T
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil
+	}
+	if m, ok := any(&obj).(*v1alpha1.MultiClusterService); ok {
+		keepIdentity(&m.ObjectMeta, true) // as TrimHub does
+	} else {
+		cut(&obj)
+	}
+	data, err := encode(&obj)
+	if err != nil || len(data) > maxDictionary {
+		return nil
+	}
+	return data
 }
 
 func newDictionary(ours bool, data []byte) *dictionary {

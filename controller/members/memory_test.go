@@ -3,8 +3,6 @@ package members
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -30,7 +28,7 @@ import (
 // member2 -join member3). Per service: member1's Service and EndpointSlice;
 // in member1 (the provider imports too, RemoteAndLocal), member2 and
 // member3, the ServiceImport, derived-<svc> and the imported slice; on the
-// hub, the MultiClusterService. testdata/fleet holds one of
+// hub, the MultiClusterService. samples/ holds one of
 // each as the lab's API servers returned them (managedFields, uid,
 // resourceVersion, status and all); every service's copy is rendered from
 // it, sent as an API server sends it (protobuf for built-in types, JSON for
@@ -100,7 +98,7 @@ func (f *fleet) add(cluster string, obj any) error {
 	return s.Of("").GetIndexer().Add(obj)
 }
 
-// wire renders the copy of a testdata/fleet object for service svc-<i>,
+// wire renders the copy of a samples/ object for service svc-<i>,
 // encoded as an API server sends it.
 type wire struct {
 	templates map[string]template
@@ -124,7 +122,7 @@ var (
 func newWire(t testing.TB) *wire {
 	w := &wire{templates: map[string]template{}, proto: protobuf.NewSerializer(kubescheme.Scheme, kubescheme.Scheme)}
 	for _, o := range fleetObjects {
-		data, err := os.ReadFile(filepath.Join("testdata", "fleet", o.file))
+		data, err := samples.ReadFile("samples/" + o.file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +181,7 @@ func liveHeap() uint64 {
 }
 
 // fleetBytes builds the stores of a fleet of n services and returns the
-// live heap they take per object, overall and by testdata/fleet file.
+// live heap they take per object, overall and by samples/ file.
 func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float64) {
 	dictionaries.Clear() // as in a fresh process: the fleet's first objects become them
 	w := newWire(t)

@@ -45,7 +45,7 @@ func pack[T any](obj *T, ours bool) (*packed[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("packing %s/%s: %w", m.GetNamespace(), m.GetName(), err)
 	}
-	d := dictionaryOf[T](ours, data)
+	d := dictionaryOf[T](ours)
 	return &packed[T]{namespace: intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(), data: d.compress(data), dict: d}, nil
 }
 

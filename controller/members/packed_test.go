@@ -3,6 +3,8 @@ package members
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
+	"reflect"
 	"testing"
 
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
 // The controller's own objects are written back from the cache: packed and
@@ -90,6 +93,33 @@ func TestCompress(t *testing.T) {
 		if err := d.decompressed(packed, func(data []byte) error { got = bytes.Clone(data); return nil }); err != nil || !bytes.Equal(got, c.data) {
 			t.Errorf("form %d: unpacked %d bytes (%v), want the %d packed", c.form, len(got), err, len(c.data))
 		}
+	}
+}
+
+// The dictionary an object is compressed against is the sample built
+// into the binary, whatever a member's API server sent first: a member
+// whose huge slice became it would make every later pack and read of a
+// slice cost what compressing that slice costs, for every member.
+func TestDictionaryIsBuiltIn(t *testing.T) {
+	huge := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "demo", Labels: map[string]string{discoveryv1.LabelServiceName: "huge"}}}
+	for i := range 20000 {
+		huge.Endpoints = append(huge.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)}})
+	}
+	if _, err := pack(huge, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*dictionary{
+		"Service, ours": dictionaryOf[corev1.Service](true), "Service": dictionaryOf[corev1.Service](false),
+		"EndpointSlice, ours": dictionaryOf[discoveryv1.EndpointSlice](true), "EndpointSlice": dictionaryOf[discoveryv1.EndpointSlice](false),
+		"ServiceImport, ours": dictionaryOf[mcsv1b1.ServiceImport](true), "ServiceImport": dictionaryOf[mcsv1b1.ServiceImport](false),
+		"ServiceExport": dictionaryOf[mcsv1b1.ServiceExport](false), "MultiClusterService": dictionaryOf[v1alpha1.MultiClusterService](false),
+	} {
+		if len(d.data) == 0 || len(d.data) > maxDictionary || d.stream == nil {
+			t.Errorf("%s: a dictionary of %d bytes (stream %t), want its sample's, at most %d", name, len(d.data), d.stream != nil, maxDictionary)
+		}
+	}
+	if d := dictionaryOf[discoveryv1.EndpointSlice](false); !bytes.Equal(d.data, sample[discoveryv1.EndpointSlice](dictionaryKey{reflect.TypeFor[discoveryv1.EndpointSlice](), false})) {
+		t.Errorf("the slices' dictionary is %d bytes, not the built-in sample: a member's object became it", len(d.data))
 	}
 }
 
