@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"time"
 
@@ -219,8 +220,12 @@ func (o *joinOptions) kubeconfig(cluster, token string) ([]byte, error) {
 			return nil, fmt.Errorf("context %q's certificate authority: %w", *o.flags.Context, err)
 		}
 	}
+	server := o.serverOf(c)
+	if u, err := url.Parse(server); err != nil || u.Scheme != "https" {
+		return nil, fmt.Errorf("the member's server %q is not https://host:port: the controller refuses such a member unless it runs with --allow-insecure-member-tls; give --member-server https://host:port", server)
+	}
 	out := clientcmdapi.NewConfig()
-	out.Clusters[cluster] = &clientcmdapi.Cluster{Server: o.serverOf(c), CertificateAuthorityData: ca}
+	out.Clusters[cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	out.AuthInfos[serviceAccount] = &clientcmdapi.AuthInfo{Token: token}
 	out.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: serviceAccount}
 	out.CurrentContext = cluster

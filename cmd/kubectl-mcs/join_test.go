@@ -13,7 +13,8 @@ import (
 // The kubeconfig join writes for the controller carries the member's
 // server (or --member-server) and its CA, embedded even when the user's
 // kubeconfig names a file, and the token; a context that skips verifying
-// the server is refused with the reason, as the controller would refuse it.
+// the server, or reaches it other than by https, is refused with the
+// reason, as the controller would refuse it.
 func TestMemberKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.crt")
@@ -41,6 +42,8 @@ current-context: ctx-a
 		{"ctx-a", "", "https://a.example:6443", ""},
 		{"ctx-a", "https://10.0.0.9:6443", "https://10.0.0.9:6443", ""},
 		{"ctx-b", "", "", "skips verifying its server's certificate"},
+		{"ctx-a", "10.0.0.9:6443", "", `server "10.0.0.9:6443" is not https://host:port`},
+		{"ctx-a", "http://10.0.0.9:6443", "", `server "http://10.0.0.9:6443" is not https://host:port`},
 	} {
 		flags := genericclioptions.NewConfigFlags(false)
 		flags.KubeConfig, flags.Context = &user, &tc.context

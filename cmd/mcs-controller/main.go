@@ -70,7 +70,7 @@ func parseFlags() *flags {
 	logsapi.AddGoFlags(f.logging, fs)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
 	fs.StringVar(&f.clustersKubeconfig, "clusters-kubeconfig", "", "kubeconfig whose contexts are the member clusters, each named after its context")
-	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig skips verifying the member's server (insecure-skip-tls-verify) or reaches it over http")
+	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig skips verifying the member's server (insecure-skip-tls-verify) or reaches it other than by https")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")

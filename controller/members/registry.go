@@ -34,7 +34,7 @@ type Options struct {
 	ProbeEvery time.Duration
 	Ready      ReadyFunc
 	// AllowInsecureTLS accepts member Secrets whose kubeconfig skips the
-	// verification of the member's server, or reaches it over http.
+	// verification of the member's server, or reaches it other than by https.
 	AllowInsecureTLS bool
 	// Recorder, when set, records a Warning Event on every Secret refused.
 	Recorder record.EventRecorder

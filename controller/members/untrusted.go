@@ -32,9 +32,10 @@ const (
 	reasonPlugin    = "plugin"     // exec or auth-provider: would run code in the controller
 	reasonLocalFile = "local-file" // a path: would read the controller's files
 	reasonInsecure  = "insecure"   // the member's server would not be verified
+	reasonProxy     = "proxy"      // the member's traffic would go through a proxy the Secret names
 )
 
-var reasons = []string{reasonName, reasonDuplicate, reasonInvalid, reasonPlugin, reasonLocalFile, reasonInsecure}
+var reasons = []string{reasonName, reasonDuplicate, reasonInvalid, reasonPlugin, reasonLocalFile, reasonInsecure, reasonProxy}
 
 // refusal is an error that says which reason it counts under.
 type refusal struct {
@@ -116,14 +117,21 @@ func checkCluster(name string, c *clientcmdapi.Cluster, allowInsecure bool) erro
 	if c.CertificateAuthority != "" {
 		return refuse(reasonLocalFile, "%s is refused: it would read a file of the controller; use certificate-authority-data", field("certificate-authority"))
 	}
+	// A proxy would see where the controller goes and, for http, what it
+	// sends; and it lets a Secret make the controller reach any address.
+	if c.ProxyURL != "" {
+		return refuse(reasonProxy, "%s is refused: the member's traffic would go through a proxy the Secret names; reach the member's server directly", field("proxy-url"))
+	}
 	if allowInsecure {
 		return nil
 	}
 	if c.InsecureSkipTLSVerify {
 		return refuse(reasonInsecure, "%s is refused: the member's server would not be verified; give certificate-authority-data, or start the controller with --allow-insecure-member-tls", field("insecure-skip-tls-verify"))
 	}
-	if u, err := url.Parse(c.Server); err == nil && u.Scheme == "http" {
-		return refuse(reasonInsecure, "%s %q is refused: the credentials would cross the network in clear; use https, or start the controller with --allow-insecure-member-tls", field("server"), c.Server)
+	// client-go speaks plain http to a server without a scheme when no
+	// TLS field is set, so anything but https:// is refused.
+	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" {
+		return refuse(reasonInsecure, "%s %q is refused: without https:// the credentials may cross the network in clear; write it as https://host:port, or start the controller with --allow-insecure-member-tls", field("server"), c.Server)
 	}
 	return nil
 }
