@@ -57,7 +57,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 				IPFamilyPolicy: want.IPFamilyPolicy, IPFamilies: slices.Clone(want.IPFamilies),
 			},
 		}
-		setTraffic(s, want.Traffic)
+		setTraffic(s, derivedTraffic(want.Traffic))
 		if want.Headless {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
 		}
@@ -78,11 +78,11 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 	// derived-<name>'s) is taken over: its selector goes, or the
 	// endpoints of pods here would join the imported ones.
 	if !families && samePorts(have.Spec.Ports, ports) && equality.Semantic.DeepEqual(have.OwnerReferences, owner) && hasLabels(have, labels) &&
-		desired.TrafficOf(have).Same(want.Traffic) && have.Spec.Selector == nil {
+		desired.TrafficOf(have).Same(derivedTraffic(want.Traffic)) && have.Spec.Selector == nil {
 		return have, nil
 	}
 	upd.Spec.Ports, upd.OwnerReferences, upd.Spec.Selector = ports, owner, nil
-	setTraffic(upd, want.Traffic)
+	setTraffic(upd, derivedTraffic(want.Traffic))
 	setLabels(upd, labels)
 	if err := w.updateService(ctx, upd); err != nil {
 		return nil, err
@@ -121,6 +121,18 @@ func setFamilies(s *corev1.Service, want *desired.Import) (changed, recreate boo
 func setTraffic(s *corev1.Service, t desired.Traffic) {
 	s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = t.SessionAffinity, t.SessionAffinityConfig.DeepCopy()
 	s.Spec.InternalTrafficPolicy, s.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
+}
+
+// derivedTraffic is how derived-<svc> handles the traffic an import says t
+// of: as t says, but for internalTrafficPolicy Local, which kube-proxy
+// follows by routing to endpoints on the client's own node only. Imported
+// endpoints have no node here, so every connection would be dropped:
+// derived-<svc> routes Cluster-wide instead, and the import keeps Local.
+func derivedTraffic(t desired.Traffic) desired.Traffic {
+	if ptr.Deref(t.InternalTrafficPolicy, "") == corev1.ServiceInternalTrafficPolicyLocal {
+		t.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
+	}
+	return t
 }
 
 // importOwner is the owner of what the controller makes for an import of

@@ -105,7 +105,8 @@ func importAsKEP(ctx context.Context, t *testing.T, cluster, ns string) error {
 		ptr.Deref(s.InternalTrafficPolicy, "") != corev1.ServiceInternalTrafficPolicyLocal || ptr.Deref(s.TrafficDistribution, "") != "PreferClose":
 		return fmt.Errorf("%s: import traffic %s %+v %v %v", cluster, s.SessionAffinity, s.SessionAffinityConfig, s.InternalTrafficPolicy, s.TrafficDistribution)
 	case derived.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || *derived.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds != 60 ||
-		ptr.Deref(derived.Spec.InternalTrafficPolicy, "") != corev1.ServiceInternalTrafficPolicyLocal || ptr.Deref(derived.Spec.TrafficDistribution, "") != "PreferClose":
+		// Cluster: Local would drop every connection to endpoints of no node here.
+		ptr.Deref(derived.Spec.InternalTrafficPolicy, "") != corev1.ServiceInternalTrafficPolicyCluster || ptr.Deref(derived.Spec.TrafficDistribution, "") != "PreferClose":
 		return fmt.Errorf("%s: derived-foo traffic %+v", cluster, derived.Spec)
 	case imp.Labels["team"] != "a" || !maps.Equal(imp.Annotations, map[string]string{"note": "x"}):
 		return fmt.Errorf("%s: import labels %v annotations %v", cluster, imp.Labels, imp.Annotations)
