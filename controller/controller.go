@@ -59,6 +59,9 @@ type Options struct {
 	// exported (see protected.go), nor are those AllowExport does not name.
 	Namespace   string
 	AllowExport []string
+	// Protected are namespaces protected besides the built-in ones
+	// (protected.go).
+	Protected []string
 	// StaleAfter is how long a member may be unhealthy before it counts
 	// as stale, as its Leases source-<member> do in coredns-mcs: their
 	// duration. 0: never.

@@ -7,14 +7,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // Services that are never exported unless the operator allows them
 // (--allow-export): default/kubernetes is the API server, and exporting it
 // would send other clusters' in-cluster tokens to whichever cluster
-// provides it; kube-system and kube-public hold the clusters' own
-// machinery; the controller's namespace, its member Secrets.
-var protectedNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic}
+// provides it; every kube-* namespace holds the clusters' own machinery
+// (kube-system, kube-public, kube-node-lease, and those add-ons make); the
+// members' mcs-system, coredns-mcs's Leases; the controller's namespace,
+// its member Secrets; and the namespaces the operator names
+// (--protected-namespaces).
 
 // protected says why the service must not be exported, or "".
 func (c *Controller) protected(namespace, name string) string {
@@ -22,10 +26,14 @@ func (c *Controller) protected(namespace, name string) string {
 	switch {
 	case namespace == metav1.NamespaceDefault && name == "kubernetes":
 		why = "default/kubernetes is the API server's Service: other clusters' clients would send their in-cluster tokens to whichever cluster provides it"
-	case slices.Contains(protectedNamespaces, namespace):
+	case strings.HasPrefix(namespace, "kube-"):
 		why = fmt.Sprintf("namespace %s holds the clusters' own machinery", namespace)
+	case namespace == api.LeaseNamespace:
+		why = fmt.Sprintf("namespace %s holds coredns-mcs's Leases in the members", namespace)
 	case namespace == c.opts.Namespace:
 		why = fmt.Sprintf("namespace %s is the controller's own", namespace)
+	case slices.Contains(c.opts.Protected, namespace):
+		why = fmt.Sprintf("namespace %s is protected (--protected-namespaces)", namespace)
 	default:
 		return ""
 	}
@@ -33,6 +41,23 @@ func (c *Controller) protected(namespace, name string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s/%s is not exported: %s; an operator allows it with mcs-controller --allow-export=%s/%s", namespace, name, why, namespace, name)
+}
+
+// ParseProtected checks a value of --protected-namespaces:
+// comma-separated namespaces.
+func ParseProtected(value string) ([]string, error) {
+	var out []string
+	for ns := range strings.SplitSeq(value, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--protected-namespaces %q: want a namespace: %s", ns, errs[0])
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
 // ParseAllowExport checks a value of --allow-export: comma-separated

@@ -26,19 +26,35 @@ func TestProtectedNames(t *testing.T) {
 		{"default/web", nil, ""},
 		{"kube-system/kube-dns", nil, "--allow-export=kube-system/kube-dns"},
 		{"kube-public/info", nil, "namespace kube-public"},
-		{"mcs-system/agent", nil, "the controller's own"},
+		{"kube-node-lease/x", nil, "namespace kube-node-lease"},
+		{"kube-flannel/cni", nil, "namespace kube-flannel"},
+		{"kubernetes-dashboard/ui", nil, ""},
+		{"mcs-system/agent", nil, "coredns-mcs's Leases"},
+		{"mcs-hub/agent", nil, "the controller's own"},
+		{"vault/api", nil, "--protected-namespaces"},
+		{"vault/api", []string{"vault/api"}, ""},
 		{"demo/foo", nil, ""},
 		{"kube-system/kube-dns", []string{"kube-system/kube-dns"}, ""},
 		{"kube-system/metrics", []string{"kube-system/kube-dns"}, "namespace kube-system"},
 		{"kube-system/metrics", []string{"kube-system"}, ""},
 		{"default/kubernetes", []string{"default/kubernetes"}, ""},
 	} {
-		c := &Controller{opts: Options{Namespace: "mcs-system", AllowExport: tc.allow}}
+		c := &Controller{opts: Options{Namespace: "mcs-hub", AllowExport: tc.allow, Protected: []string{"vault"}}}
 		namespace, name, _ := strings.Cut(tc.key, "/")
 		got := c.protected(namespace, name)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s allowing %v: %q, want %q", tc.key, tc.allow, got, tc.want)
 		}
+	}
+}
+
+func TestParseProtected(t *testing.T) {
+	got, err := ParseProtected(" vault, payments ,")
+	if err != nil || !slices.Equal(got, []string{"vault", "payments"}) {
+		t.Errorf("got %v, %v", got, err)
+	}
+	if _, err := ParseProtected("Vault"); err == nil || !strings.Contains(err.Error(), "Vault") {
+		t.Errorf("err %v, want one naming Vault", err)
 	}
 }
 

@@ -57,7 +57,7 @@ type flags struct {
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
 	showVersion, profiling                                 bool
-	allowExport                                            []string
+	allowExport, protected                                 []string
 	exportNamespaces                                       map[string][]string
 	logging                                                *logsapi.LoggingConfiguration
 }
@@ -89,9 +89,14 @@ func parseFlags() *flags {
 	fs.DurationVar(&f.sourceLeaseDuration, "source-lease-duration", 20*time.Second, "duration of the Leases source-<cluster> in every member")
 	fs.DurationVar(&f.sourceLeaseRenew, "source-lease-renew", 5*time.Second, "how often the Leases source-<cluster> are renewed")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each member's API server is probed")
-	fs.Func("allow-export", "comma-separated NAMESPACE or NAMESPACE/NAME that may be exported although protected (default/kubernetes, kube-system, kube-public, --namespace); repeatable", func(v string) error {
+	fs.Func("allow-export", "comma-separated NAMESPACE or NAMESPACE/NAME that may be exported although protected (default/kubernetes, every kube-* namespace, mcs-system, --namespace, --protected-namespaces); repeatable", func(v string) error {
 		allowed, err := controller.ParseAllowExport(v)
 		f.allowExport = append(f.allowExport, allowed...)
+		return err
+	})
+	fs.Func("protected-namespaces", "comma-separated namespaces whose Services are not exported unless --allow-export names them, besides default/kubernetes, every kube-* namespace, mcs-system and --namespace; repeatable", func(v string) error {
+		protected, err := controller.ParseProtected(v)
+		f.protected = append(f.protected, protected...)
 		return err
 	})
 	fs.Func("export-namespaces", "CLUSTER=NAMESPACE[,NAMESPACE...]: the only namespaces member CLUSTER may export from (CLUSTER= for none); repeatable, one per member", func(v string) error {
@@ -188,7 +193,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, StaleAfter: f.sourceLeaseDuration, Shards: set,
+			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}
