@@ -97,25 +97,30 @@ func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
 
 // readyAddrs are the addresses of the ready endpoints of eps that parse as
 // net.ParseIP parses them (no zone), IPv4-mapped ones as IPv4, each with
-// the address as spelt and its endpoint's hostname.
+// the address as spelt and its endpoint's hostname. An endpoint's first
+// address is its address, as kube-proxy takes it: the API calls the
+// others fungible with it, and a member that listed a hundred per
+// endpoint would multiply every answer by a hundred.
 func readyAddrs(eps []discoveryv1.Endpoint) iter.Seq2[spelt, string] {
 	return func(yield func(spelt, string) bool) {
 		for _, e := range eps {
 			if e.Conditions.Ready != nil && !*e.Conditions.Ready { // unset counts as ready
 				continue
 			}
-			for _, text := range e.Addresses {
-				a, err := netip.ParseAddr(text)
-				if err != nil || a.Zone() != "" {
-					continue
-				}
-				hostname := ""
-				if e.Hostname != nil {
-					hostname = *e.Hostname
-				}
-				if !yield(spelt{a.Unmap(), text}, hostname) {
-					return
-				}
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			text := e.Addresses[0]
+			a, err := netip.ParseAddr(text)
+			if err != nil || a.Zone() != "" {
+				continue
+			}
+			hostname := ""
+			if e.Hostname != nil {
+				hostname = *e.Hostname
+			}
+			if !yield(spelt{a.Unmap(), text}, hostname) {
+				return
 			}
 		}
 	}

@@ -59,7 +59,7 @@ func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, 
 		if c.vips != nil {
 			return response{answer: vipRecords(owner, qtype, c.vips, ttl)}, true
 		}
-		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl)}, true
+		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl, q.budget())}, true
 	case dns.TypeSRV:
 		return m.nativeSRV(q, v, c, host, false)
 	}
@@ -74,7 +74,7 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 		name, protocol = q.name.port, q.name.proto
 	}
 	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
-	set := newSRVSet(m.cfg.ttl)
+	set := newSRVSet(q, m.cfg.ttl)
 	owner := q.owner
 	if c.vips != nil {
 		set.vipSRV(owner, svcName, c.ports, c.vips, name, protocol)

@@ -34,10 +34,21 @@ func vipRecords(name string, qtype uint16, ips []net.IP, ttl uint32) []dns.RR {
 	return rrs
 }
 
+// minRR is the fewest bytes a record takes in a message: an A record whose
+// name is compressed to a pointer. An answer of more records than the
+// client's message size over minRR cannot fit: the server truncates it
+// (and sets TC), so no more are built, however many endpoints a member
+// exported.
+const minRR = 16
+
+// budget is how many records of an answer to q are built at most.
+func (q *query) budget() int { return q.state.Size() / minRR }
+
 // endpointRecords answers an A or AAAA query with the endpoint addresses of
 // that family (only those named host, if set), each address once: an
-// endpoint may briefly sit in two slices while they are rebalanced.
-func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32) []dns.RR {
+// endpoint may briefly sit in two slices while they are rebalanced. It
+// stops at limit records.
+func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32, limit int) []dns.RR {
 	var rrs []dns.RR
 	var seen map[[16]byte]struct{}
 	if len(ss) > 1 {
@@ -45,6 +56,9 @@ func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string
 	}
 	for _, s := range ss {
 		for e := range s.all() {
+			if len(rrs) >= limit {
+				return rrs
+			}
 			if family(e.ip) != qtype || (host != "" && !e.named(host)) {
 				continue
 			}
@@ -61,9 +75,11 @@ func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string
 	return rrs
 }
 
-// srvSet collects SRV records and their address glue, each once.
+// srvSet collects SRV records and their address glue, each once, limit
+// records in all at most.
 type srvSet struct {
 	ttl    uint32
+	limit  int
 	answer []dns.RR
 	extra  []dns.RR
 	seen   map[srvKey]struct{}
@@ -75,9 +91,23 @@ type srvKey struct {
 	ip     string
 }
 
-func newSRVSet(ttl uint32) *srvSet { return &srvSet{ttl: ttl, seen: map[srvKey]struct{}{}} }
+// newSRVSet is the SRV set of an answer to q. A query of another type
+// only asks whether the name has a record: one is built at most.
+func newSRVSet(q *query, ttl uint32) *srvSet {
+	limit := 1
+	if q.state.QType() == dns.TypeSRV {
+		limit = q.budget()
+	}
+	return &srvSet{ttl: ttl, limit: limit, seen: map[srvKey]struct{}{}}
+}
+
+// full reports whether the set holds as many records as it may.
+func (s *srvSet) full() bool { return len(s.answer)+len(s.extra) >= s.limit }
 
 func (s *srvSet) add(owner, target string, p port, ips ...net.IP) {
+	if s.full() {
+		return
+	}
 	if k := (srvKey{target: target, port: p.port}); !s.dup(k) {
 		s.answer = append(s.answer, &dns.SRV{
 			Hdr:    dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: s.ttl},
@@ -86,6 +116,9 @@ func (s *srvSet) add(owner, target string, p port, ips ...net.IP) {
 		})
 	}
 	for _, ip := range ips {
+		if s.full() {
+			return
+		}
 		if k := (srvKey{target: target, ip: string(ip)}); !s.dup(k) {
 			s.extra = append(s.extra, addrRR(target, ip, s.ttl))
 		}
@@ -124,6 +157,9 @@ func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, 
 func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
 	for _, sl := range ss {
 		for e := range sl.all() {
+			if s.full() {
+				return
+			}
 			if host != "" && !e.named(host) {
 				continue
 			}
