@@ -62,6 +62,9 @@ type Options struct {
 	// Protected are namespaces protected besides the built-in ones
 	// (protected.go).
 	Protected []string
+	// MaxImportedEndpoints bounds the endpoints of a service imported
+	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
+	MaxImportedEndpoints int
 	// StaleAfter is how long a member may be unhealthy before it counts
 	// as stale, as its Leases source-<member> do in coredns-mcs: their
 	// duration. 0: never.

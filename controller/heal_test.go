@@ -151,3 +151,22 @@ func TestNamesThatCollide(t *testing.T) {
 		t.Errorf("a name taken is retried: %v", err)
 	}
 }
+
+// A provider's endpoints past --max-imported-endpoints are left out of
+// every consumer, and EndpointSliceCollected says how many.
+func TestImportedEndpointsBounded(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1", "10.1.0.2", "10.1.0.3")},
+		m2:  {ns1()},
+	}, withOptions(Options{MaxImportedEndpoints: 2}))
+	f.sync("demo/foo")
+	if got := len(f.sliceOf(m2, "imported-member1-foo-1").Endpoints); got != 2 {
+		t.Errorf("member2 imports %d endpoints, want 2", got)
+	}
+	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceCollected)
+	if c == nil || !strings.Contains(c.Message, "member1: 1 endpoints left out") {
+		t.Errorf("EndpointSliceCollected %+v, want it to say member1's endpoint was left out", c)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
+}

@@ -147,7 +147,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
 	in := &desired.Input{
 		Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name),
-		Deleting: mcs != nil && mcs.DeletionTimestamp != nil,
+		Deleting: mcs != nil && mcs.DeletionTimestamp != nil, MaxEndpoints: c.opts.MaxImportedEndpoints,
 	}
 	if mcs != nil && !in.Deleting {
 		in.MCS = mcs

@@ -52,7 +52,7 @@ type flags struct {
 	watchNamespaces                                        string
 	workers, maxObjects, memberInFlight, shards, maxShards int
 	qps                                                    float64
-	burst                                                  int
+	burst, maxImportedEndpoints                            int
 	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
@@ -94,6 +94,7 @@ func parseFlags() *flags {
 		f.allowExport = append(f.allowExport, allowed...)
 		return err
 	})
+	fs.IntVar(&f.maxImportedEndpoints, "max-imported-endpoints", 10000, "endpoints of a service imported from one provider at most; past it the rest is left out, and the MultiClusterService's EndpointSliceCollected says so; 0: no bound")
 	fs.Func("protected-namespaces", "comma-separated namespaces whose Services are not exported unless --allow-export names them, besides default/kubernetes, every kube-* namespace, mcs-system and --namespace; repeatable", func(v string) error {
 		protected, err := controller.ParseProtected(v)
 		f.protected = append(f.protected, protected...)
@@ -193,7 +194,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, StaleAfter: f.sourceLeaseDuration, Shards: set,
+			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}

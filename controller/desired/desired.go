@@ -43,6 +43,10 @@ type Input struct {
 	// Deleting: the MultiClusterService of that name is being deleted
 	// (MCS is then nil); see Plan.Deleting.
 	Deleting bool
+	// MaxEndpoints bounds the endpoints imported from one provider (0: no
+	// bound): a member's export costs every consumer's API server, kube-
+	// proxy and CoreDNS in proportion to it.
+	MaxEndpoints int
 }
 
 // Member is what one member cluster holds of the service.

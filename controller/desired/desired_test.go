@@ -546,3 +546,31 @@ func TestLocalFirstPolicy(t *testing.T) {
 		t.Errorf("failover to a cluster that does not provide: %q", p.Invalid)
 	}
 }
+
+// The endpoints imported from one provider are bounded: past the bound the
+// rest is left out, and Skipped says how many, for the conditions. The
+// other provider's are not cut by the first's.
+func TestMaxEndpointsPerCluster(t *testing.T) {
+	in := &Input{Name: "foo", MaxEndpoints: 3, Members: map[string]Member{
+		"a": {Known: true, Export: exportAt(0), Service: svc(false), Slices: []*discoveryv1.EndpointSlice{
+			slice("a1", "10.0.0.1", "10.0.0.2"), slice("a2", "10.0.0.3", "10.0.0.4"), slice("a3", "10.0.0.5"),
+		}},
+		"b": {Known: true, Export: exportAt(1), Service: svc(false), Slices: []*discoveryv1.EndpointSlice{slice("b1", "10.0.1.1", "10.0.1.2")}},
+	}}
+	p := Compute(in)
+	got := map[string][]string{}
+	for _, s := range p.Slices {
+		for _, e := range s.Endpoints {
+			got[s.Name] = append(got[s.Name], e.Addresses[0])
+		}
+	}
+	want := map[string][]string{
+		"imported-a-a1": {"10.0.0.1", "10.0.0.2"}, "imported-a-a2": {"10.0.0.3"}, "imported-b-b1": {"10.0.1.1", "10.0.1.2"},
+	}
+	if !maps.EqualFunc(got, want, slices.Equal) || len(p.Slices) != 3 {
+		t.Errorf("imported %v, want %v", got, want)
+	}
+	if !slices.ContainsFunc(p.Skipped, func(s string) bool { return strings.HasPrefix(s, "a: 2 endpoints left out") }) {
+		t.Errorf("skipped %q, want a's 2 endpoints left out", p.Skipped)
+	}
+}

@@ -17,17 +17,31 @@ import (
 )
 
 // importedSlices copies every source slice of the provision clusters that
-// have the Service into the slice a consumption cluster gets.
+// have the Service into the slice a consumption cluster gets, the first
+// in.MaxEndpoints endpoints of each cluster at most.
 func importedSlices(in *Input, clusters []string) (out []*discoveryv1.EndpointSlice, skipped []string) {
 	var sources []string // the source slice of each of out
 	for _, c := range clusters {
+		left, cut := in.MaxEndpoints, 0
 		for _, s := range in.Members[c].Slices {
 			if s.AddressType == discoveryv1.AddressTypeFQDN {
 				skipped = append(skipped, fmt.Sprintf("%s: EndpointSlice %s has address type FQDN, which a Service cannot route to", c, s.Name))
 				continue
 			}
-			out = append(out, Imported(c, in.Name, s))
+			imp := Imported(c, in.Name, s)
+			if in.MaxEndpoints > 0 {
+				kept := min(left, len(imp.Endpoints))
+				cut += len(imp.Endpoints) - kept
+				imp.Endpoints, left = imp.Endpoints[:kept], left-kept
+				if kept == 0 && len(s.Endpoints) > 0 {
+					continue
+				}
+			}
+			out = append(out, imp)
 			sources = append(sources, s.Name)
+		}
+		if cut > 0 {
+			skipped = append(skipped, fmt.Sprintf("%s: %d endpoints left out, past the %d imported from one cluster (mcs-controller --max-imported-endpoints)", c, cut, in.MaxEndpoints))
 		}
 	}
 	return disambiguate(out, sources), skipped
