@@ -9,11 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,11 +55,13 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 	deployRBAC(t, m1, "overlays/member1", ns, false)
 	deployRBAC(t, m2, "overlays/member2", ns, false)
 	account := func(name string) string { return ns + "-" + name }
+	// The members' admission policy is in force before the controller
+	// writes: every write below passes it.
+	m1Token, m2Token := l.TokenKubeconfig(t, m1, ns, account("mcs-controller")), l.TokenKubeconfig(t, m2, ns, account("mcs-controller"))
+	policyInForce(t, m1Token, m1, ns)
+	policyInForce(t, m2Token, m2, ns)
 
-	registerMembers(t, ns, map[string]string{
-		m1: l.TokenKubeconfig(t, m1, ns, account("mcs-controller")),
-		m2: l.TokenKubeconfig(t, m2, ns, account("mcs-controller")),
-	})
+	registerMembers(t, ns, map[string]string{m1: m1Token, m2: m2Token})
 	// The services live in a namespace of their own, as users' do: the
 	// controller never exports a service of its own namespace.
 	apps := l.Namespace(t, hub, m1, m2)
@@ -96,7 +101,8 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
 		{Verb: "update", Group: "apps", Resource: "deployments", Namespace: ns},
 	}
-	denied(t, l.TokenKubeconfig(t, m1, ns, account("mcs-controller")), m1, ns, memberDenied)
+	denied(t, m1Token, m1, ns, memberDenied)
+	refusedByPolicy(t, m1Token, m1, apps)
 	var writes []authorizationv1.ResourceAttributes
 	for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
 		for _, r := range []authorizationv1.ResourceAttributes{
@@ -124,7 +130,7 @@ func deployRBAC(t *testing.T, cluster, dir, ns string, moveNamespaced bool) {
 	t.Helper()
 	a := newApplier(t, cluster)
 	for _, u := range render(t, dir) {
-		if !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, u.GetKind()) {
+		if !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, u.GetKind()) {
 			continue
 		}
 		rename(u, ns, moveNamespaced)
@@ -150,9 +156,21 @@ func deployRBAC(t *testing.T, cluster, dir, ns string, moveNamespaced bool) {
 
 // rename prefixes u's name, and the names it refers to, with ns, and moves
 // ServiceAccounts (with moveNamespaced, every namespaced object) into ns.
-// The rules stay as they are.
+// The rules stay as they are; the admission policy's account is the
+// renamed one.
 func rename(u *unstructured.Unstructured, ns string, moveNamespaced bool) {
 	u.SetName(ns + "-" + u.GetName())
+	if policy, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
+		_ = unstructured.SetNestedField(u.Object, ns+"-"+policy, "spec", "policyName")
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
+	for _, c := range conditions {
+		c := c.(map[string]any)
+		c["expression"] = strings.ReplaceAll(c["expression"].(string), "system:serviceaccount:mcs-system:mcs-controller", "system:serviceaccount:"+ns+":"+ns+"-mcs-controller")
+	}
+	if conditions != nil {
+		_ = unstructured.SetNestedSlice(u.Object, conditions, "spec", "matchConditions")
+	}
 	if u.GetKind() == "ServiceAccount" || (moveNamespaced && u.GetNamespace() != "") {
 		u.SetNamespace(ns)
 	}
@@ -299,4 +317,113 @@ func denied(t *testing.T, kubeconfig, cluster, ns string, attrs []authorizationv
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("%s: %s listing Secrets in kube-system: %v, want Forbidden", cluster, filepath.Base(kubeconfig), err)
 	}
+}
+
+// policyInForce waits until the members' admission policy refuses the
+// account of kubeconfig a write that RBAC allows: a Service without the
+// controller's label.
+func policyInForce(t *testing.T, kubeconfig, cluster, ns string) {
+	t.Helper()
+	client := clientOf(t, kubeconfig)
+	labtest.Eventually(t, converge, func(ctx context.Context) error {
+		_, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "unlabelled"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if !refused(err) {
+			return fmt.Errorf("%s: an unlabelled Service: %v, want refused by the admission policy", cluster, err)
+		}
+		return nil
+	})
+}
+
+// refusedByPolicy checks that the member's admission policy refuses the
+// account of kubeconfig every write a stolen token would make, which its
+// RBAC allows: endpoints for default/kubernetes, objects in kube-system,
+// a user's objects changed or deleted, a Service with externalIPs, a
+// slice joined to a user's Service, a kube-* namespace.
+func refusedByPolicy(t *testing.T, kubeconfig, cluster, apps string) {
+	t.Helper()
+	client := clientOf(t, kubeconfig)
+	ctx := t.Context()
+	ours := map[string]string{api.LabelManagedBy: api.ManagedBy}
+	slice := func(ns, svc string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{GenerateName: "evil-", Labels: map[string]string{discoveryv1.LabelManagedBy: api.ManagedBy, discoveryv1.LabelServiceName: svc}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.250.0.1"}}},
+		}
+	}
+	service := func(name string, externalIPs ...string) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ours},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, ExternalIPs: externalIPs},
+		}
+	}
+	userSlices, err := client.DiscoveryV1().EndpointSlices(apps).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=foo"})
+	if err != nil || len(userSlices.Items) == 0 {
+		t.Fatalf("%s: the user's slices of foo: %v (%d)", cluster, err, len(userSlices.Items))
+	}
+	userService, err := client.CoreV1().Services(apps).Get(ctx, "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	userService.Labels = ours
+	for what, write := range map[string]func() error{
+		"a slice of default/kubernetes": func() error {
+			_, err := client.DiscoveryV1().EndpointSlices("default").Create(ctx, slice("default", "kubernetes"), metav1.CreateOptions{})
+			return err
+		},
+		"a Service in kube-system": func() error {
+			_, err := client.CoreV1().Services("kube-system").Create(ctx, service("derived-evil"), metav1.CreateOptions{})
+			return err
+		},
+		"a Service without the label": func() error {
+			s := service("derived-evil")
+			s.Labels = nil
+			_, err := client.CoreV1().Services(apps).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		},
+		"the user's Service, labelled": func() error {
+			_, err := client.CoreV1().Services(apps).Update(ctx, userService, metav1.UpdateOptions{})
+			return err
+		},
+		"the user's slice deleted": func() error {
+			return client.DiscoveryV1().EndpointSlices(apps).Delete(ctx, userSlices.Items[0].Name, metav1.DeleteOptions{})
+		},
+		"a Service with externalIPs": func() error {
+			_, err := client.CoreV1().Services(apps).Create(ctx, service("derived-evil", "10.250.0.2"), metav1.CreateOptions{})
+			return err
+		},
+		"a slice joined to the user's Service": func() error {
+			_, err := client.DiscoveryV1().EndpointSlices(apps).Create(ctx, slice(apps, "foo"), metav1.CreateOptions{})
+			return err
+		},
+		"a kube-* namespace": func() error {
+			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-evil", Labels: ours}}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := write(); !refused(err) {
+			t.Errorf("%s: %s: %v, want refused by the admission policy", cluster, what, err)
+		}
+	}
+}
+
+// refused reports whether err is a refusal by a ValidatingAdmissionPolicy.
+func refused(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
+}
+
+func clientOf(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }

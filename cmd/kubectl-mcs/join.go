@@ -114,8 +114,8 @@ func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
 		Use:   "join CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
 		Short: "Register a member cluster with mcs-controller, or renew its token",
 		Long: `join makes member cluster CLUSTER known to mcs-controller:
-  - in the member (--context): namespace mcs-system, the ServiceAccount mcs-controller and its RBAC,
-    exactly deploy/member's manifests;
+  - in the member (--context): namespace mcs-system, the ServiceAccount mcs-controller, its RBAC and
+    the admission policy that bounds what it may write, exactly deploy/member's manifests;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
   - on the hub (--hub-context), in the controller's namespace (-n, default mcs-system): the Secret
     CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token.
@@ -141,7 +141,7 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	for _, doc := range [][]byte{member.Namespace, member.ControllerRBAC} {
+	for _, doc := range [][]byte{member.Namespace, member.ControllerRBAC, member.ControllerAdmission} {
 		if err := m.each(doc, m.apply(ctx, dryRun)); err != nil {
 			return fmt.Errorf("the member: %w", err)
 		}

@@ -15,3 +15,9 @@ var Namespace []byte
 //
 //go:embed controller-rbac.yaml
 var ControllerRBAC []byte
+
+// ControllerAdmission is the ValidatingAdmissionPolicy that bounds what the
+// ServiceAccount mcs-controller may write in a member, and its binding.
+//
+//go:embed controller-admission.yaml
+var ControllerAdmission []byte
