@@ -32,11 +32,24 @@ func decide(v *view, mode answerMode, split func() candidates) (c choice, ok boo
 	return remoteAndLocal(v, useVIP, split)
 }
 
+// own decides a per-endpoint name (web-0.web.ns.svc.cluster.local): a
+// ready local endpoint of that name is the one answered, whatever the
+// strategy and the import's minimum, so that no other cluster's pod can
+// take a local pod's name; else the table decides among the others.
+func own(v *view, mode answerMode, s candidates) (choice, bool) {
+	if len(s.local) > 0 {
+		return choice{outcome: outcomeLocal, slices: s.local}, true
+	}
+	return decide(v, mode, func() candidates { return s })
+}
+
 // localFirst answers this cluster's endpoints while it has enough ready
 // ones (the import's minimum, 1 by default), else the remote ones: fresh
-// before stale, and of those the first cluster of the failover order that
-// has any, else the unlisted ones together. Below the minimum with nothing
-// remote, the local ones still answer.
+// ones, and of those the first cluster of the failover order that has
+// any, else the unlisted ones together. Below the minimum with no fresh
+// remote one, the local ones still answer; stale ones only when there is
+// no local one either (a stale cluster is used only when nothing else is
+// left).
 func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
 	local := func() (choice, bool) {
 		if useVIP && v.hasLocalVIP() {
@@ -47,7 +60,11 @@ func localFirst(v *view, useVIP bool, s candidates) (choice, bool) {
 	if len(s.local) > 0 && readyCount(s.local) >= v.minReady() {
 		return local()
 	}
-	if remote := firstNonEmpty(s.fresh, s.stale); len(remote) > 0 {
+	remote := s.fresh
+	if len(s.local) == 0 {
+		remote = firstNonEmpty(s.fresh, s.stale)
+	}
+	if len(remote) > 0 {
 		if useVIP && v.hasSetVIP() {
 			return choice{outcome: outcomeRemote, fellBack: true, vips: v.imp.ips, ports: v.imp.ports}, true
 		}

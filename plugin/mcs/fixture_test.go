@@ -227,6 +227,11 @@ func withStrategy(s string) importOpt {
 
 func headlessImport(si *mcsv1b1.ServiceImport) { si.Spec.Type = mcsv1b1.Headless }
 
+// withMinReady sets LocalFirst's minimum; after withStrategy.
+func withMinReady(n string) importOpt {
+	return func(si *mcsv1b1.ServiceImport) { si.Annotations[api.AnnotationMinReadyEndpoints] = n }
+}
+
 func importObj(ns, name string, ips []string, ports []portSpec, opts ...importOpt) *mcsv1b1.ServiceImport {
 	si := &mcsv1b1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	si.Spec.Type, si.Spec.IPs = mcsv1b1.ClusterSetIP, ips

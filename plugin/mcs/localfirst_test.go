@@ -70,7 +70,9 @@ func TestLocalFirstPolicy(t *testing.T) {
 		{"minimum 2, one local ready → every remote", answerEndpoints, policy{localReady: 1, minReady: "2"}, all},
 		{"minimum 2, two local ready → L", answerEndpoints, policy{localReady: 2, minReady: "2"}, []string{localIP, local2IP}},
 		{"minimum 2, one local ready, no remote ready → L all the same", answerEndpoints, policy{localReady: 1, minReady: "2", absent: []string{"member2", "member3", "member4"}}, []string{localIP}},
-		{"minimum 2, one local ready, every remote stale → the stale ones", answerEndpoints, policy{localReady: 1, minReady: "2", stale: []string{"member2", "member3", "member4"}}, all},
+		// A stale cluster is used only when nothing else is left: the
+		// local one below the minimum is not nothing.
+		{"minimum 2, one local ready, every remote stale → L", answerEndpoints, policy{localReady: 1, minReady: "2", stale: []string{"member2", "member3", "member4"}}, []string{localIP}},
 		{"minimum not a number → the default", answerEndpoints, policy{localReady: 1, minReady: "two"}, []string{localIP}},
 		{"minimum 0 → the default", answerEndpoints, policy{localReady: 1, minReady: "0"}, []string{localIP}},
 		{"order member3,member2 → member3", answerEndpoints, policy{order: "member3,member2"}, []string{remote3IP}},

@@ -32,7 +32,16 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		// the service's type: so does the kubernetes plugin.
 		host, mode = q.name.host, answerEndpoints
 	}
-	c, ok := decide(v, mode, func() candidates { return v.split(m.idx, host, time.Now()) })
+	split := func() candidates { return v.split(m.idx, host, time.Now()) }
+	var (
+		c  choice
+		ok bool
+	)
+	if host != "" {
+		c, ok = own(v, mode, split())
+	} else {
+		c, ok = decide(v, mode, split)
+	}
 	if !ok {
 		return w, 0, nil
 	}
