@@ -3,15 +3,20 @@ package mcs
 import (
 	"net"
 	"slices"
+	"strings"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // serveReverse answers a PTR query for the address of a ready endpoint
 // imported from another cluster with that endpoint's clusterset name, as the
 // kubernetes plugin answers one for a local endpoint with its cluster.local
-// name. Every other name of a reverse zone goes to the next plugin
+// name; but an address a local object holds (a pod, a Service) is the
+// kubernetes plugin's, whatever another cluster's slice claims. Every other name of a reverse zone goes to the next plugin
 // untouched, before sync too: addresses that are not imported endpoints
 // (this cluster's pods and Services, the VIPs of derived Services, anything
 // outside the cluster) are the kubernetes plugin's, or its fallthrough's.
@@ -27,6 +32,10 @@ func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	names := m.idx.ptrNames(ip, clustersetZone)
 	if len(names) == 0 {
 		return w, 0, nil
+	}
+	if local := m.localPTR(q); local != nil {
+		q.out = local
+		return answered(dns.RcodeSuccess, nil)
 	}
 	rrs := make([]dns.RR, 0, len(names))
 	for _, name := range names {
@@ -67,4 +76,50 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// localPTR is the next plugin's answer to q when it names a local object
+// for the address, or nil. The kubernetes plugin names an imported
+// endpoint too, under its derived-<svc> Service: that name is not a local
+// object's, and mcs answers instead. A member's imported slice may claim
+// any address; reverse lookups of this cluster's pods and Services keep
+// their own names.
+func (m *MCS) localPTR(q *query) *dns.Msg {
+	if m.Next == nil {
+		return nil
+	}
+	rec := &captured{ResponseWriter: q.state.W}
+	if _, err := plugin.NextOrFailure(pluginName, m.Next, q.ctx, rec, q.state.Req); err != nil || rec.msg == nil {
+		return nil
+	}
+	for _, rr := range rec.msg.Answer {
+		if ptr, ok := rr.(*dns.PTR); ok && !derivedName(ptr.Ptr) {
+			return rec.msg
+		}
+	}
+	return nil
+}
+
+// derivedName reports whether name is a derived-<svc> Service's, or one of
+// its endpoints': <svc>.<ns>.svc… or <host>.<svc>.<ns>.svc….
+func derivedName(name string) bool {
+	labels := dns.SplitDomainName(strings.ToLower(name))
+	for i := range min(2, len(labels)) {
+		if strings.HasPrefix(labels[i], api.DerivedPrefix) && len(labels) > i+2 && labels[i+2] == "svc" {
+			return true
+		}
+	}
+	return false
+}
+
+// captured holds the message a plugin writes instead of sending it.
+type captured struct {
+	dns.ResponseWriter
+	msg *dns.Msg
+}
+
+// WriteMsg implements dns.ResponseWriter.
+func (c *captured) WriteMsg(m *dns.Msg) error {
+	c.msg = m
+	return nil
 }

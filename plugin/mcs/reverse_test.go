@@ -147,3 +147,33 @@ func TestNoReverseZoneNoAddressIndex(t *testing.T) {
 		t.Fatalf("want the import indexed and no address: %d addresses", f.m.idx.addrs.len())
 	}
 }
+
+// An address a local object holds keeps its local name, whatever another
+// cluster's imported slice claims: the next plugin's answer wins when it
+// names a local object. Its name for an imported endpoint, under the
+// derived Service, is no local object's: mcs answers those.
+func TestReverseLocalWins(t *testing.T) {
+	f := newFixture(t, reverseConfig(),
+		importObj("demo", "web", nil, []portSpec{httpPort}, headlessImport),
+		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.1.0.5", hostname: "web-0"}, ep{ip: "10.2.0.5", hostname: "web-1"}),
+	)
+	local := map[string]string{
+		ptrName(t, "10.1.0.5"): "web-0.web.demo.svc.cluster.local.",         // this cluster's pod
+		ptrName(t, "10.2.0.5"): "web-1.derived-web.demo.svc.cluster.local.", // the imported copy
+	}
+	f.m.Next = test.HandlerFunc(func(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Answer = []dns.RR{test.PTR(r.Question[0].Name + " 30 IN PTR " + local[r.Question[0].Name])}
+		return dns.RcodeSuccess, w.WriteMsg(m)
+	})
+	for ip, want := range map[string]string{
+		"10.1.0.5": "web-0.web.demo.svc.cluster.local.",
+		"10.2.0.5": "web-1.member2.web.demo.svc.clusterset.local.",
+	} {
+		resp := f.query(ptrName(t, ip), dns.TypePTR)
+		if len(resp.Answer) != 1 || resp.Answer[0].(*dns.PTR).Ptr != want {
+			t.Errorf("%s: %v, want %s", ip, resp.Answer, want)
+		}
+	}
+}

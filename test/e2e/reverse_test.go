@@ -13,8 +13,9 @@ import (
 
 // TestReverse: with the reverse zones in its stanza, mcs answers the PTR
 // query of an endpoint imported from another cluster with its clusterset
-// name, and every other address (a local pod, this cluster's own imported
-// copy, an unknown one) keeps the kubernetes plugin's answer, byte for byte.
+// name, and every other address (a local pod, also when another cluster's
+// slice claims it, this cluster's own imported copy, an unknown one) keeps
+// the kubernetes plugin's answer, byte for byte.
 // The addresses are this test's own: PTR looks at every namespace.
 func TestReverse(t *testing.T) {
 	p := startCoreDNS(t, config{blocks: []block{{mcs: true, ttl: 5, reverse: true}, {ttl: 5, reverse: true}}})
@@ -30,6 +31,10 @@ func TestReverse(t *testing.T) {
 		f.importedSlice("web", member3, ep("fd00:13:230::1").named("web-1")),
 		f.serviceImport("api", importSpec{ips: []string{"10.99.230.1"}}),
 		f.importedSlice("api", member3, ep("10.13.230.1")),
+		// member2 claims the local pod's address: its reverse name stays
+		// the local one.
+		f.serviceImport("claim", importSpec{headless: true}),
+		f.importedSlice("claim", member2, ep("10.10.230.1").named("web-0")),
 	)
 	reverse := func(ip string) string { return reverseName(t, ip) }
 	ptrs := func(ip string, ttl uint32, targets ...string) reply { return ptrReply(t, ip, ttl, targets...) }
@@ -48,14 +53,15 @@ func TestReverse(t *testing.T) {
 		}
 	}
 	expectOrdinary(t, s, kube, []ordinaryQuery{
-		// A local pod: its name, and its own imported copy's under the derived Service.
-		{reverse("10.10.230.1"), dns.TypePTR, dns.RcodeSuccess, 2},
+		// A local pod: its name, and the imported copies' under the derived
+		// Services (its own, and member2's claim of it).
+		{reverse("10.10.230.1"), dns.TypePTR, dns.RcodeSuccess, 3},
 		{reverse("10.12.230.1"), dns.TypeA, dns.RcodeNameError, 0},    // not a PTR query
 		{reverse("10.99.230.1"), dns.TypePTR, dns.RcodeNameError, 0},  // the clusterset IP: no derived Service here
 		{reverse("10.10.230.99"), dns.TypePTR, dns.RcodeNameError, 0}, // nobody's
 	}, false)
 	kube.expect(t, reverse("10.10.230.1"), dns.TypePTR, ptrs("10.10.230.1", 5,
-		f.native("web-0", "web"), f.native("web-0", api.DerivedPrefix+"web")))
+		f.native("web-0", api.DerivedPrefix+"claim"), f.native("web-0", api.DerivedPrefix+"web"), f.native("web-0", "web")))
 }
 
 // reverseName is the PTR query name of ip.
