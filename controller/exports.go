@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +32,7 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 		}
 		upd := exp.DeepCopy()
 		for _, cond := range exportConditions(m.Service(namespace, name), m.Name, key(exp), plan, out) {
-			cond.ObservedGeneration = exp.Generation
+			cond.ObservedGeneration, cond.Message = exp.Generation, bounded(cond.Message)
 			meta.SetStatusCondition(&upd.Status.Conditions, cond)
 		}
 		if !equality.Semantic.DeepEqual(upd.Status, exp.Status) {
@@ -49,6 +48,26 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 			mine.applyFailed(m.Name, err)
 		}
 	})
+}
+
+// onTheHub says where the causes a member is not told are.
+const onTheHub = "the MultiClusterService's conditions, or mcs-controller's log on the hub, say why"
+
+// failedIn is how many clusters errs, each "cluster: error", name.
+func failedIn(errs []string) int {
+	seen := map[string]bool{}
+	for _, e := range errs {
+		cluster, _, _ := strings.Cut(e, ":")
+		seen[cluster] = true
+	}
+	return len(seen)
+}
+
+func clusters(n int) string {
+	if n == 1 {
+		return "1 consumption cluster"
+	}
+	return fmt.Sprintf("%d consumption clusters", n)
 }
 
 func exportConditions(svc *corev1.Service, cluster, service string, plan *desired.Plan, out *outcome) []metav1.Condition {
@@ -68,15 +87,20 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 		conflict = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionConflict, metav1.ConditionTrue, cf.Reason, cf.Message)
 	}
 	// Consumers that cannot be reached, or are slow, have not got it yet.
-	pending := slices.Concat(causesIn(out.unreachable, plan.Consumption), causesIn(out.slow, plan.Consumption))
+	// The member is told how many, not why: the causes are other
+	// members' facts (their addresses, their Secrets' names), which stay
+	// on the hub.
+	pending := len(causesIn(out.unreachable, plan.Consumption)) + len(causesIn(out.slow, plan.Consumption))
 	ready := mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1b1.ServiceExportReasonExported, "imported into "+strings.Join(plan.Consumption, ", "))
 	switch {
 	case valid.Status != metav1.ConditionTrue:
 		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, valid.Message)
 	case len(out.applyErrs) > 0:
-		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed, join(out.applyErrs, nil))
-	case len(pending) > 0:
-		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending, join(nil, pending))
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonFailed,
+			fmt.Sprintf("writes into %s failed; %s", clusters(failedIn(out.applyErrs)), onTheHub))
+	case pending > 0:
+		ready = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionReady, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonPending,
+			fmt.Sprintf("not yet in %s (unreachable, or slow); %s", clusters(pending), onTheHub))
 	}
 	return []metav1.Condition{valid, ready, conflict}
 }

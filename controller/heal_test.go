@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -169,4 +171,32 @@ func TestImportedEndpointsBounded(t *testing.T) {
 		t.Errorf("EndpointSliceCollected %+v, want it to say member1's endpoint was left out", c)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
+}
+
+// What a member's API server answers stays on the hub: the exporting
+// member's ServiceExport says how many consumers failed, not why (their
+// addresses, their Secrets' names are other members' facts), and no
+// message keeps a character that is not printable.
+func TestMembersToldTheirOwnFacts(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2:  {ns1()},
+	})
+	f.kube[m2].PrependReactor("create", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("refused by the webhook at 10.9.9.9:443 \x1b[31mred\x1b[0m")
+	})
+	f.syncFailing("demo/foo", "10.9.9.9")
+	applied := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
+	if applied == nil || !strings.Contains(applied.Message, "10.9.9.9") || strings.ContainsRune(applied.Message, '\x1b') {
+		t.Errorf("the hub's EndpointSliceApplied: %+v, want the cause, printable", applied)
+	}
+	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionReady))
+	if ready == nil || ready.Status != metav1.ConditionFalse || strings.Contains(ready.Message, "10.9.9.9") || strings.Contains(ready.Message, m2) {
+		t.Errorf("member1's Ready: %+v, want False naming neither member2 nor its error", ready)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -268,8 +269,17 @@ func join(a, b []string) string {
 	return bounded(strings.Join(all, "; "))
 }
 
-// bounded cuts a message to maxMessage bytes, at a rune boundary.
+// bounded cuts a message to maxMessage bytes, at a rune boundary, and
+// blanks what is not printable: a message carries what members' API
+// servers answered, and an escape sequence in it would reach the terminal
+// of whoever reads the status.
 func bounded(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return ' '
+	}, msg)
 	if len(msg) <= maxMessage {
 		return msg
 	}
@@ -281,11 +291,11 @@ func bounded(msg string) string {
 }
 
 func trueCond(t, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: bounded(msg)}
 }
 
 func falseCond(t, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: bounded(msg)}
 }
 
 func (c *Controller) updateStatus(ctx context.Context, mcs *v1alpha1.MultiClusterService) error {
