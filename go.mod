@@ -2,6 +2,8 @@ module github.com/coredns-mcs/coredns-mcs
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/coredns/caddy v1.1.4
 	github.com/coredns/coredns v1.15.0

@@ -2,6 +2,8 @@ module github.com/coredns-mcs/coredns-mcs/api/codegen
 
 go 1.26.0
 
+toolchain go1.26.8
+
 tool (
 	k8s.io/code-generator/cmd/client-gen
 	k8s.io/code-generator/cmd/informer-gen

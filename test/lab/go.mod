@@ -2,6 +2,8 @@ module github.com/coredns-mcs/coredns-mcs/test/lab
 
 go 1.26.0
 
+toolchain go1.26.8
+
 tool (
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver
