@@ -82,6 +82,7 @@ type fixture struct {
 	opts       Options             // what the controller runs with, besides clients
 	bounds     map[string][]string // members' --export-namespaces
 	maxObjects int                 // --member-max-objects
+	maxBytes   int64               // --member-max-mib, in bytes
 }
 
 // option changes a fixture before its controller starts.
@@ -104,6 +105,9 @@ func withBounds(b map[string][]string) option { return func(f *fixture) { f.boun
 
 // withMaxObjects bounds the objects each member's informers may hold.
 func withMaxObjects(n int) option { return func(f *fixture) { f.maxObjects = n } }
+
+// withMaxBytes bounds what each member's objects may take held.
+func withMaxBytes(n int64) option { return func(f *fixture) { f.maxBytes = n } }
 
 // withDown starts members whose probes fail: they never sync.
 func withDown(names ...string) option {
@@ -170,7 +174,7 @@ func (f *fixture) start() {
 	}
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
-		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, Namespaces: f.opts.Namespaces,
+		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, MaxBytes: f.maxBytes, Namespaces: f.opts.Namespaces,
 		Selector: f.selector(), Clock: f.opts.Clock,
 	})
 	if err != nil {

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -156,6 +158,30 @@ func TestMemberHoldsTooMuch(t *testing.T) {
 	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceCollected)
 	if c == nil || c.Reason != "ClusterUnreachable" || !strings.Contains(c.Message, "holds more than 8 objects") {
 		t.Errorf("EndpointSliceCollected %+v, want ClusterUnreachable saying member1 holds too much", c)
+	}
+}
+
+// A member's objects are bounded by what they take too: a few Services
+// that carry the controller's label (cached whole) with megabytes of
+// annotations, in a namespace nobody exports, make it count as
+// unreachable as too many objects do, and cost the controller no more.
+func TestMemberHoldsTooManyBytes(t *testing.T) {
+	objs := []runtime.Object{ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)}
+	for i := range 3 {
+		junk := service(fmt.Sprintf("junk%d", i), false, t0)
+		junk.Namespace = "junk"
+		junk.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+		noise := make([]byte, 512<<10)
+		rand.Read(noise)
+		junk.Annotations = map[string]string{"bulk": hex.EncodeToString(noise)}
+		objs = append(objs, junk)
+	}
+	f := newFixture(t, world{m1: objs, m2: {ns1()}}, withMaxBytes(1<<20))
+	if ok, err := f.member(m1).Reachable(); ok || err == nil || !strings.Contains(err.Error(), "member1 holds objects that take more than 1 MiB") {
+		t.Fatalf("member1 reachable %v (%v), want unreachable for holding too much", ok, err)
+	}
+	if ok, err := f.member(m2).Reachable(); !ok {
+		t.Fatalf("member2, within the bound, is unreachable: %v", err)
 	}
 }
 

@@ -50,7 +50,8 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
-	workers, maxObjects, memberInFlight, shards, maxShards int
+	workers, maxObjects, maxMiB, memberInFlight, shards    int
+	maxShards                                              int
 	qps                                                    float64
 	burst, maxImportedEndpoints                            int
 	leaderElect, allowInsecureMemberTLS                    bool
@@ -74,6 +75,7 @@ func parseFlags() *flags {
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
+	fs.IntVar(&f.maxMiB, "member-max-mib", 256, "MiB the objects the controller holds of one member may take, packed (about 400 bytes an object in a real fleet); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.maxObjects, "member-max-objects", 100000, "objects the controller may hold of one member (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")
 	fs.IntVar(&f.memberInFlight, "member-max-in-flight", 16, "services whose writes are under way in one member at once; more wait for a slot rather than queue in its API server; 0: no bound")
@@ -176,7 +178,7 @@ func run(f *flags) error {
 		Selector:   set.Selector,
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
-		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects, Namespaces: split(f.watchNamespaces),
+		AllowInsecureTLS: f.allowInsecureMemberTLS, ExportNamespaces: f.exportNamespaces, MaxObjects: f.maxObjects, MaxBytes: int64(f.maxMiB) << 20, Namespaces: split(f.watchNamespaces),
 		Recorder: shardZeroRecorder{events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mcs-controller"}), set},
 	})
 	if err != nil {

@@ -53,11 +53,12 @@ type caches struct {
 	done <-chan struct{} // closed once stopped
 	stop context.CancelFunc
 
-	// held counts the objects in the informers' stores; past max, full is
-	// called once (see Member.overflow).
-	held atomic.Int64
-	max  int64
-	full sync.Once
+	// held counts the objects in the informers' stores, and bytes about
+	// what they take (bytesOf); past max or maxBytes, full is called once
+	// (see Member.overflow).
+	held, bytes   atomic.Int64
+	max, maxBytes int64
+	full          sync.Once
 }
 
 // newCaches makes the member's informers, in the MCS API versions it
@@ -65,7 +66,7 @@ type caches struct {
 // more than the member's maxObjects (0: no bound), it overflows, once.
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
 	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, m.wantedSelector())
-	c.max = int64(m.maxObjects)
+	c.max, c.maxBytes = int64(m.maxObjects), m.maxBytes
 	if err := c.count(m.overflow); err != nil {
 		return nil, err
 	}
@@ -193,17 +194,36 @@ func (c *caches) handle(cluster string, h Handlers) error {
 	return err
 }
 
-// count keeps held, and calls full once it passes max. A handler sees an
-// object once the store has it, in order, so adds less deletes is what
-// the stores hold.
-func (c *caches) count(full func(*caches)) error {
+// count keeps held and bytes, and calls full once either passes its
+// bound, saying which. A handler sees an object once the store has it, in
+// order, so adds less deletes is what the stores hold.
+func (c *caches) count(full func(c *caches, over string)) error {
+	check := func() {
+		switch {
+		case c.max > 0 && c.held.Load() > c.max:
+			c.full.Do(func() {
+				full(c, fmt.Sprintf("more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects)", c.max))
+			})
+		case c.maxBytes > 0 && c.bytes.Load() > c.maxBytes:
+			c.full.Do(func() {
+				full(c, fmt.Sprintf("objects that take more than %d MiB held, packed (--member-max-mib)", c.maxBytes>>20))
+			})
+		}
+	}
 	counter := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) {
-			if n := c.held.Add(1); c.max > 0 && n > c.max {
-				c.full.Do(func() { full(c) })
-			}
+		AddFunc: func(obj any) {
+			c.held.Add(1)
+			c.bytes.Add(bytesOf(obj))
+			check()
 		},
-		DeleteFunc: func(any) { c.held.Add(-1) },
+		UpdateFunc: func(old, obj any) {
+			c.bytes.Add(bytesOf(obj) - bytesOf(old))
+			check()
+		},
+		DeleteFunc: func(obj any) {
+			c.held.Add(-1)
+			c.bytes.Add(-bytesOf(obj))
+		},
 	}
 	for _, inf := range c.all() {
 		if _, err := inf.AddEventHandler(counter); err != nil {
@@ -211,6 +231,25 @@ func (c *caches) count(full func(*caches)) error {
 		}
 	}
 	return nil
+}
+
+// objectOverhead is about what an object held takes besides its packed
+// data and names: the packed struct, the store's and indexes' entries.
+const objectOverhead = 200
+
+// bytesOf is about what obj takes held: its packed data and names (a
+// Namespace keeps its name alone), and objectOverhead.
+func bytesOf(obj any) int64 {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch o := obj.(type) {
+	case interface{ heldBytes() int }:
+		return int64(o.heldBytes() + objectOverhead)
+	case metav1.Object:
+		return int64(len(o.GetName()) + len(o.GetNamespace()) + len(o.GetResourceVersion()) + objectOverhead)
+	}
+	return objectOverhead
 }
 
 func (c *caches) synced() []cache.InformerSynced {

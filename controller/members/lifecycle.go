@@ -127,13 +127,13 @@ func (m *Member) cutOffNow() {
 // bound is there to protect.
 const overflowRetry = 10 * time.Minute
 
-// overflow stops caches c, which hold more objects than the member may
+// overflow stops caches c, which hold more (over) than the member may
 // make the controller hold, and every other caches of the member: the
 // member counts as unreachable, so what it provided stays as it is, as
 // for any member whose objects are unknown, until it is listed again
 // after overflowRetry.
-func (m *Member) overflow(c *caches) {
-	err := fmt.Errorf("%s holds more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects): its informers are stopped, to be listed again in %s", m.Name, c.max, overflowRetry)
+func (m *Member) overflow(c *caches, over string) {
+	err := fmt.Errorf("%s holds %s: its informers are stopped, to be listed again in %s", m.Name, over, overflowRetry)
 	m.mu.Lock()
 	if m.caches != c && m.fresh != c {
 		m.mu.Unlock()

@@ -55,10 +55,11 @@ type Member struct {
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
 	secret, secretRV string
 	// bounds limit the namespaces it may export from (bounds.go); none:
-	// every namespace. maxObjects bounds what its informers may hold (0:
-	// no bound). Both are set before it starts, never changed.
+	// every namespace. maxObjects and maxBytes bound what its informers
+	// may hold (0: no bound). All are set before it starts, never changed.
 	bounds     []bound
 	maxObjects int
+	maxBytes   int64 // what its objects may take held (0: no bound)
 	// namespaces are those the controller syncs, of which its informers
 	// hold the namespaced objects; none: every namespace.
 	namespaces []string

@@ -27,7 +27,14 @@ var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Objects the controller holds of the member cluster (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports), as of its last probe.",
 }, []string{"cluster"})
 
-func init() { legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge) }
+var bytesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_bytes",
+	Help: "About what the objects the controller holds of the member cluster take, packed, as of its last probe (bounded by --member-max-mib).",
+}, []string{"cluster"})
+
+func init() {
+	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge)
+}
 
 // CountWrite counts one API write in mcs_writes_total.
 func CountWrite(cluster, kind, verb string, err error) {

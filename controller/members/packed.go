@@ -49,6 +49,11 @@ func pack[T any](obj *T, ours bool) (*packed[T], error) {
 	return &packed[T]{namespace: intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(), data: d.compress(data), dict: d}, nil
 }
 
+// heldBytes is what p's data and names take.
+func (p *packed[T]) heldBytes() int {
+	return len(p.data) + len(p.namespace) + len(p.name) + len(p.resourceVersion)
+}
+
 // unpack is the object, decoded afresh. It was encoded by pack: decoding
 // it cannot fail but for a bug, which must not pass unnoticed.
 func (p *packed[T]) unpack() *T {

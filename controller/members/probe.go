@@ -98,6 +98,7 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
 	if c := m.current(); c != nil {
 		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
+		bytesGauge.WithLabelValues(m.Name).Set(float64(c.bytes.Load()))
 	}
 	switch {
 	case was && !now:

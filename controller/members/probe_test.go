@@ -120,7 +120,7 @@ func TestCacheLifecycleRacingOverflow(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		wg.Go(func() { m.swap(fresh, h) })
-		wg.Go(func() { m.overflow([]*caches{old, fresh}[i%2]) }) // either may overflow
+		wg.Go(func() { m.overflow([]*caches{old, fresh}[i%2], "more than it may") }) // either may overflow
 		if i%3 == 0 {
 			wg.Go(m.cutOffNow)
 		}

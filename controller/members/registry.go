@@ -38,9 +38,11 @@ type Options struct {
 	AllowInsecureTLS bool
 	// Recorder, when set, records a Warning Event on every Secret refused.
 	Recorder record.EventRecorder
-	// MaxObjects bounds the objects the informers of each member may hold
-	// (0: no bound): past it, the member counts as unreachable.
+	// MaxObjects bounds the objects the informers of each member may hold,
+	// and MaxBytes what they may take held (0: no bound): past either, the
+	// member counts as unreachable.
 	MaxObjects int
+	MaxBytes   int64
 	// Namespaces limit the namespaced objects the members' informers hold
 	// to those of the namespaces the controller syncs; none: every
 	// namespace.
@@ -109,9 +111,10 @@ func NewRegistry(opts Options) (*Registry, error) {
 }
 
 // bounded adds the operator's bounds of m: what it may export, how many
-// objects it may make the controller hold, and of which namespaces.
+// objects it may make the controller hold and how much, and of which
+// namespaces.
 func (r *Registry) bounded(m *Member) *Member {
-	m.maxObjects, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.Namespaces, r.opts.Selector
+	m.maxObjects, m.maxBytes, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.MaxBytes, r.opts.Namespaces, r.opts.Selector
 	if r.opts.Clock != nil {
 		m.clock = r.opts.Clock
 		m.lastHealthy = m.clock.Now()
