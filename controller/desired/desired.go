@@ -179,6 +179,7 @@ func Compute(in *Input) *Plan {
 	p.Provision, p.LeftProvision = present(in, p.Provision)
 	p.Consumption, p.LeftConsumption = present(in, p.Consumption)
 	p.Provision = p.allowed(in, p.Provision)
+	p.notListed(in)
 	if in.MCS != nil {
 		p.Native = native(in.MCS.Spec)
 		if in.HubService != nil {
@@ -200,6 +201,7 @@ const (
 	ReasonInvalidServiceName  mcsv1b1.ServiceExportConditionReason = "InvalidServiceName"
 	ReasonProtected           mcsv1b1.ServiceExportConditionReason = "Protected"
 	ReasonNamespaceNotAllowed mcsv1b1.ServiceExportConditionReason = "NamespaceNotAllowed"
+	ReasonNotProvisionCluster mcsv1b1.ServiceExportConditionReason = "NotProvisionCluster"
 )
 
 // unexportable says why no member may export the service, or nil. A
@@ -258,14 +260,16 @@ func validate(in *Input) string {
 func clusters(in *Input) (provision, consumption []string) {
 	all := slices.Sorted(maps.Keys(in.Members))
 	set := map[string]bool{}
-	for name, m := range in.Members {
-		if m.Export != nil && m.Service != nil {
-			set[name] = true
+	if listed(in) == nil {
+		for name, m := range in.Members {
+			if m.Export != nil && m.Service != nil {
+				set[name] = true
+			}
 		}
 	}
 	consumption = all
 	if in.MCS != nil {
-		if l := in.MCS.Spec.ServiceProvisionClusters; len(l) > 0 {
+		if l := listed(in); len(l) > 0 {
 			for _, c := range l {
 				set[string(c)] = true
 			}
@@ -281,6 +285,32 @@ func clusters(in *Input) (provision, consumption []string) {
 		}
 	}
 	return slices.Sorted(maps.Keys(set)), consumption
+}
+
+// listed is the MultiClusterService's provision list, or nil. A list is
+// authoritative: the clusters it names provide, and no other, by a
+// ServiceExport or otherwise, so that a member cannot add itself to a
+// service the operator named its providers for.
+func listed(in *Input) []v1alpha1.ClusterName {
+	if in.MCS == nil {
+		return nil
+	}
+	return in.MCS.Spec.ServiceProvisionClusters
+}
+
+// notListed notes each member that exports the service but is not in the
+// MultiClusterService's provision list: its export is not used.
+func (p *Plan) notListed(in *Input) {
+	l := listed(in)
+	if len(l) == 0 {
+		return
+	}
+	for name, m := range in.Members {
+		if m.Export != nil && !slices.Contains(l, v1alpha1.ClusterName(name)) && p.NotAllowed[name].Reason == "" {
+			p.NotAllowed[name] = Cause{ReasonNotProvisionCluster, fmt.Sprintf(
+				"%s exports %s/%s, but the MultiClusterService of that name lists its provision clusters (spec.serviceProvisionClusters) without %s: the export is not used", name, in.Namespace, in.Name, name)}
+		}
+	}
 }
 
 // present splits clusters into the members and those that left. A list

@@ -574,3 +574,23 @@ func TestMaxEndpointsPerCluster(t *testing.T) {
 		t.Errorf("skipped %q, want a's 2 endpoints left out", p.Skipped)
 	}
 }
+
+// A MultiClusterService's provision list is authoritative: a member it
+// does not name provides nothing, ServiceExport or not, and is told why.
+func TestProvisionListAuthoritative(t *testing.T) {
+	in := &Input{Namespace: "ns", Name: "foo", MCS: multi("", []v1alpha1.ClusterName{"m1"}, nil), Members: map[string]Member{
+		"m1": {Known: true, Service: svc(false, port("http", 80, "")), Export: exportAt(1), Slices: []*discoveryv1.EndpointSlice{slice("foo-a", "10.0.0.1")}},
+		"m3": {Known: true, Service: svc(false, port("http", 80, "")), Export: exportAt(0), Slices: []*discoveryv1.EndpointSlice{slice("foo-c", "10.0.0.3")}},
+	}}
+	p := Compute(in)
+	if !slices.Equal(p.Provision, []string{"m1"}) || len(p.Slices) != 1 || p.Slices[0].Labels[mcsv1b1.LabelSourceCluster] != "m1" {
+		t.Errorf("provision %v, slices %d, want m1's alone", p.Provision, len(p.Slices))
+	}
+	if c := p.NotAllowed["m3"]; c.Reason != ReasonNotProvisionCluster || !strings.Contains(c.Message, "spec.serviceProvisionClusters") {
+		t.Errorf("m3: %+v, want %s", c, ReasonNotProvisionCluster)
+	}
+	in.MCS = multi("", nil, nil) // no list: every member with the Service provides
+	if p := Compute(in); !slices.Equal(p.Provision, []string{"m1", "m3"}) || len(p.NotAllowed) != 0 {
+		t.Errorf("no list: provision %v, not allowed %v", p.Provision, p.NotAllowed)
+	}
+}
