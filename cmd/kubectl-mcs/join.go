@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -106,6 +108,9 @@ type joinOptions struct {
 	writeOptions
 	duration time.Duration
 	server   string
+	// exportNamespaces, when set, bounds the namespaces the member may
+	// export from (the Secret's annotation); nil keeps the Secret's.
+	exportNamespaces *string
 }
 
 func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -125,6 +130,17 @@ Run it again before the token expires to rotate it: the controller picks the new
 	}
 	o.addFlags(cmd)
 	cmd.Flags().DurationVar(&o.duration, "duration", 30*24*time.Hour, "how long the token is valid")
+	cmd.Flags().Func("export-namespaces", "NAMESPACE[,NAMESPACE...]: the only namespaces the member may export from (the Secret's annotation "+api.AnnotationExportNamespaces+"; \"\" for none); without it, a bound the Secret has is kept", func(v string) error {
+		for ns := range strings.SplitSeq(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+					return fmt.Errorf("namespace %q: %s", ns, errs[0])
+				}
+			}
+		}
+		o.exportNamespaces = &v
+		return nil
+	})
 	cmd.Flags().StringVar(&o.server, "member-server", "", "the member's API server address as the hub's pods reach it (default: the --context's server)")
 	return cmd
 }
@@ -239,7 +255,9 @@ func (o *joinOptions) serverOf(c *clientcmdapi.Cluster) string {
 	return c.Server
 }
 
-// saveSecret creates or replaces the member Secret on the hub.
+// saveSecret creates or replaces the member Secret on the hub, with the
+// export bound --export-namespaces sets, else the one it has: a rotation
+// never widens what the member may export.
 func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte, dryRun []string) error {
 	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -248,6 +266,22 @@ func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, 
 			Labels: map[string]string{api.LabelCluster: cluster},
 		},
 		Data: map[string][]byte{api.KeyKubeconfig: kubeconfig},
+	}
+	bound := o.exportNamespaces
+	if bound == nil {
+		have, err := hub.CoreV1().Secrets(secret.Namespace).Get(ctx, cluster, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("the hub: Secret %s/%s: %w", secret.Namespace, cluster, err)
+		default:
+			if v, ok := have.Annotations[api.AnnotationExportNamespaces]; ok {
+				bound = &v
+			}
+		}
+	}
+	if bound != nil {
+		secret.Annotations = map[string]string{api.AnnotationExportNamespaces: *bound}
 	}
 	body, err := json.Marshal(secret)
 	if err != nil {

@@ -43,9 +43,10 @@ func kubectlMCS(t *testing.T, args ...string) (string, error) {
 
 // join registers member3 in one command: the Secret on the hub holds a
 // kubeconfig that authenticates as the controller's ServiceAccount in
-// member3, a running mcs-controller that reads member Secrets reaches
-// member3 with it, join again rotates the token, and unjoin takes it all
-// back: the Secret is gone and the token no longer authenticates.
+// member3 and the export bound given, a running mcs-controller that reads
+// member Secrets reaches member3 with it, join again rotates the token and
+// keeps the bound, and unjoin takes it all back: the Secret is gone and
+// the token no longer authenticates.
 func TestJoinAndUnjoin(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub) // the controller's namespace on the hub
@@ -54,7 +55,7 @@ func TestJoinAndUnjoin(t *testing.T) {
 	if _, getErr := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{}); err != nil || !apierrors.IsNotFound(getErr) {
 		t.Fatalf("join --dry-run=server: %v, the Secret: %v (want none)\n%s", err, getErr, out)
 	}
-	out, err = kubectlMCS(t, join...)
+	out, err = kubectlMCS(t, append(join, "--export-namespaces", "shop,web")...)
 	if err != nil || !strings.Contains(out, "member3 joined: Secret "+ns+"/member3 on the hub") {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
@@ -83,6 +84,12 @@ func TestJoinAndUnjoin(t *testing.T) {
 	}
 	if memberToken(t, ns) == first {
 		t.Error("join again kept the token, want a new one (rotation)")
+	}
+	// A rotation without --export-namespaces keeps the bound: it never
+	// widens what the member may export.
+	s, err := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{})
+	if err != nil || s.Annotations[api.AnnotationExportNamespaces] != "shop,web" {
+		t.Errorf("the Secret after join again: %v, annotations %v, want %s=shop,web kept", err, s.Annotations, api.AnnotationExportNamespaces)
 	}
 
 	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns); err != nil {
