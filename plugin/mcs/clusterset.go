@@ -110,7 +110,7 @@ func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, p
 	if v.headless() {
 		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e endpoint) string {
 			return e.hostname() + "." + s.cluster + "." + svcName
-		})
+		}, nil)
 	} else {
 		set.vipSRV(owner, svcName, v.imp.ports, v.imp.ips, name, protocol)
 	}

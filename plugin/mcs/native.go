@@ -90,7 +90,7 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 	} else {
 		set.endpointSRV(owner, c.slices, host, name, protocol, func(_ *endpointSlice, e endpoint) string {
 			return e.hostname() + "." + svcName
-		})
+		}, localNames(c.slices))
 	}
 	if byPort && len(set.answer) == 0 {
 		return response{}, false

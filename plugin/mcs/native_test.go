@@ -335,7 +335,19 @@ func TestPerEndpointLocalShadowsRemote(t *testing.T) {
 			t.Errorf("want member2's web-1, got %v", got)
 		}
 	}
+	// Nor is the remote web-0 SRV glue under the local one's name.
 	f := newFixture(t, baseConfig(),
+		importObj("demo", "web", nil, []portSpec{httpPort}, withStrategy("RemoteAndLocal"), headlessImport),
+		localSlice("demo", "web", "web-a", []portSpec{httpPort}, ep{ip: "10.1.0.5", hostname: "web-0"}),
+		importedSlice("demo", "web", "member2", "web-b", []portSpec{httpPort}, ep{ip: "10.2.0.5", hostname: "web-0"}, ep{ip: "10.2.0.6", hostname: "web-1"}))
+	f.check([]test.Case{{Qname: "_http._tcp.web.demo.svc.cluster.local.", Qtype: dns.TypeSRV, Authoritative: true, Answer: []dns.RR{
+		test.SRV("_http._tcp.web.demo.svc.cluster.local. 5 IN SRV 0 50 80 web-0.web.demo.svc.cluster.local."),
+		test.SRV("_http._tcp.web.demo.svc.cluster.local. 5 IN SRV 0 50 80 web-1.web.demo.svc.cluster.local."),
+	}, Extra: []dns.RR{
+		test.A("web-0.web.demo.svc.cluster.local. 5 IN A 10.1.0.5"),
+		test.A("web-1.web.demo.svc.cluster.local. 5 IN A 10.2.0.6"),
+	}}})
+	f = newFixture(t, baseConfig(),
 		importObj("demo", "web", nil, nil, withStrategy("RemoteAndLocal"), headlessImport),
 		localSlice("demo", "web", "web-a", nil, ep{ip: "10.1.0.5", hostname: "web-0"}),
 		importedSlice("demo", "web", "member2", "web-b", nil, ep{ip: "10.2.0.5", hostname: "web-0"}))

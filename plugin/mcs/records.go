@@ -2,6 +2,7 @@ package mcs
 
 import (
 	"net"
+	"slices"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/miekg/dns"
@@ -153,14 +154,15 @@ func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, 
 }
 
 // endpointSRV adds one SRV per endpoint and matching slice port; targetOf
-// names each endpoint's target.
-func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string) {
+// names each endpoint's target, and an endpoint whose target shadowed
+// holds is left out.
+func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, protocol string, targetOf func(*endpointSlice, endpoint) string, shadowed map[string]bool) {
 	for _, sl := range ss {
 		for e := range sl.all() {
 			if s.full() {
 				return
 			}
-			if host != "" && !e.named(host) {
+			if host != "" && !e.named(host) || shadowed != nil && sl.imported && shadowed[e.hostname()] {
 				continue
 			}
 			for _, p := range sl.ports {
@@ -192,4 +194,22 @@ func nsRR(zone string, ttl uint32) dns.RR {
 
 func txtRR(name string, ttl uint32, text string) dns.RR {
 	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: []string{text}}
+}
+
+// localNames are the hostnames of the local endpoints of ss, when ss holds
+// imported ones too: a local pod's name is its own (native.go), so no
+// imported endpoint of that name is a target or glue under it.
+func localNames(ss []*endpointSlice) map[string]bool {
+	if !slices.ContainsFunc(ss, func(s *endpointSlice) bool { return s.imported }) {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, s := range ss {
+		if !s.imported {
+			for e := range s.all() {
+				names[e.hostname()] = true
+			}
+		}
+	}
+	return names
 }
