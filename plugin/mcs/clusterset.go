@@ -102,7 +102,7 @@ func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, p
 	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
 	if !byPort && (qtype == dns.TypeA || qtype == dns.TypeAAAA) {
 		if v.headless() {
-			return response{answer: endpointRecords(owner, qtype, eps, "", ttl, q.budget())}
+			return response{answer: endpointRecords(owner, qtype, eps, "", ttl, &budget{state: q.state})}
 		}
 		return response{answer: vipRecords(owner, qtype, v.imp.ips, ttl)}
 	}
@@ -145,7 +145,7 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 	if qtype != dns.TypeA && qtype != dns.TypeAAAA {
 		return nodata, true
 	}
-	return response{answer: endpointRecords(q.owner, qtype, ss, host, m.cfg.ttl, q.budget())}, true
+	return response{answer: endpointRecords(q.owner, qtype, ss, host, m.cfg.ttl, &budget{state: q.state})}, true
 }
 
 // nxdomain denies a clusterset name, or passes it on under fallthrough.

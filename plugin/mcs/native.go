@@ -68,7 +68,7 @@ func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, 
 		if c.vips != nil {
 			return response{answer: vipRecords(owner, qtype, c.vips, ttl)}, true
 		}
-		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl, q.budget())}, true
+		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl, &budget{state: q.state})}, true
 	case dns.TypeSRV:
 		return m.nativeSRV(q, v, c, host, false)
 	}

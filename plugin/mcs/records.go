@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
 
@@ -42,14 +43,34 @@ func vipRecords(name string, qtype uint16, ips []net.IP, ttl uint32) []dns.RR {
 // exported.
 const minRR = 16
 
-// budget is how many records of an answer to q are built at most.
-func (q *query) budget() int { return q.state.Size() / minRR }
+// budget bounds the records of an answer to a request. The client's
+// message size is read only once an answer has as many records as the
+// smallest message holds (512 bytes, over UDP without EDNS): reading it
+// costs allocations that almost every answer need not pay. It holds a
+// copy of the request, so that the query stays on the stack.
+type budget struct {
+	state request.Request
+	n     int // 0 until read
+}
+
+const minBudget = 512 / minRR
+
+// allows reports whether an answer of count records may have another.
+func (b *budget) allows(count int) bool {
+	if count < minBudget {
+		return true
+	}
+	if b.n == 0 {
+		b.n = b.state.Size() / minRR
+	}
+	return count < b.n
+}
 
 // endpointRecords answers an A or AAAA query with the endpoint addresses of
 // that family (only those named host, if set), each address once: an
 // endpoint may briefly sit in two slices while they are rebalanced. It
-// stops at limit records.
-func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32, limit int) []dns.RR {
+// stops where b does.
+func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string, ttl uint32, b *budget) []dns.RR {
 	var rrs []dns.RR
 	var seen map[[16]byte]struct{}
 	if len(ss) > 1 {
@@ -57,8 +78,8 @@ func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string
 	}
 	for _, s := range ss {
 		for e := range s.all() {
-			if len(rrs) >= limit {
-				return rrs
+			if !b.allows(len(rrs)) {
+				break // a return here made every answer grow rrs on the heap (BenchmarkServeDNS)
 			}
 			if family(e.ip) != qtype || (host != "" && !e.named(host)) {
 				continue
@@ -76,11 +97,12 @@ func endpointRecords(name string, qtype uint16, ss []*endpointSlice, host string
 	return rrs
 }
 
-// srvSet collects SRV records and their address glue, each once, limit
-// records in all at most.
+// srvSet collects SRV records and their address glue, each once, as many
+// in all as its budget allows; one at most when only is set.
 type srvSet struct {
 	ttl    uint32
-	limit  int
+	budget budget
+	only   bool
 	answer []dns.RR
 	extra  []dns.RR
 	seen   map[srvKey]struct{}
@@ -95,15 +117,14 @@ type srvKey struct {
 // newSRVSet is the SRV set of an answer to q. A query of another type
 // only asks whether the name has a record: one is built at most.
 func newSRVSet(q *query, ttl uint32) *srvSet {
-	limit := 1
-	if q.state.QType() == dns.TypeSRV {
-		limit = q.budget()
-	}
-	return &srvSet{ttl: ttl, limit: limit, seen: map[srvKey]struct{}{}}
+	return &srvSet{ttl: ttl, budget: budget{state: q.state}, only: q.state.QType() != dns.TypeSRV, seen: map[srvKey]struct{}{}}
 }
 
 // full reports whether the set holds as many records as it may.
-func (s *srvSet) full() bool { return len(s.answer)+len(s.extra) >= s.limit }
+func (s *srvSet) full() bool {
+	n := len(s.answer) + len(s.extra)
+	return s.only && n > 0 || !s.budget.allows(n)
+}
 
 func (s *srvSet) add(owner, target string, p port, ips ...net.IP) {
 	if s.full() {
