@@ -3,10 +3,16 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
 // TestStaleSourceCluster: a source cluster whose Lease has expired is left
@@ -18,6 +24,7 @@ func TestStaleSourceCluster(t *testing.T) {
 	for _, strategy := range []string{localFirst, remoteAndLocal} {
 		t.Run(strategy, func(t *testing.T) {
 			f := newFixture(t)
+			leasesSettled(t, f)
 			fresh, stale := ep("10.12.4.1").named("db-0"), ep("10.14.4.1").named("db-0")
 			f.apply(
 				f.serviceImport("db", importSpec{headless: true, strategy: strategy}),
@@ -46,4 +53,30 @@ func TestStaleSourceCluster(t *testing.T) {
 			srv.proc.expectMetric(t, series("coredns_mcs_stale_clusters"), staleGauge)
 		})
 	}
+}
+
+// leasesSettled waits until no Lease in the fixture's cluster expires
+// within the next minute: the stale gauge counts every cluster, and the
+// Leases of a controller an earlier test stopped expire on their own
+// (20 s after it stopped), which would move it under this test.
+func leasesSettled(t *testing.T, f *fixture) {
+	t.Helper()
+	client := f.lab.Client(t, f.cluster)
+	labtest.Eventually(t, 90*time.Second, func(ctx context.Context) error {
+		leases, err := client.CoordinationV1().Leases(api.LeaseNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+				continue
+			}
+			expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+			if expires.After(now) && expires.Before(now.Add(time.Minute)) {
+				return fmt.Errorf("Lease %s expires at %s", l.Name, expires.Format(time.RFC3339))
+			}
+		}
+		return nil
+	})
 }
