@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestStaleSourceCluster(t *testing.T) {
 	for _, strategy := range []string{localFirst, remoteAndLocal} {
 		t.Run(strategy, func(t *testing.T) {
 			f := newFixture(t)
-			leasesSettled(t, f)
+			staleGauge := leasesSettled(t, f)
 			fresh, stale := ep("10.12.4.1").named("db-0"), ep("10.14.4.1").named("db-0")
 			f.apply(
 				f.serviceImport("db", importSpec{headless: true, strategy: strategy}),
@@ -33,7 +34,6 @@ func TestStaleSourceCluster(t *testing.T) {
 			)
 			native, clusterset := f.native("db"), f.clusterset("db")
 			s.expect(t, native, dns.TypeA, answer(s.addrs(native, fresh.ip, stale.ip)))
-			staleGauge := srv.proc.scrape(t)[series("coredns_mcs_stale_clusters")]
 
 			f.lease(member3, time.Now().Add(-time.Hour), 10)
 			f.lease(member2, time.Now(), 3600)
@@ -56,27 +56,35 @@ func TestStaleSourceCluster(t *testing.T) {
 }
 
 // leasesSettled waits until no Lease in the fixture's cluster expires
-// within the next minute: the stale gauge counts every cluster, and the
-// Leases of a controller an earlier test stopped expire on their own
-// (20 s after it stopped), which would move it under this test.
-func leasesSettled(t *testing.T, f *fixture) {
+// within the next minute, and returns how many of its source Leases have
+// expired: the stale gauge counts every cluster, and the Leases of a
+// controller an earlier test stopped expire on their own (20 s after it
+// stopped), so the test's expectations start from what the API holds,
+// not from a scrape, which may come before the gauge's first update.
+func leasesSettled(t *testing.T, f *fixture) float64 {
 	t.Helper()
 	client := f.lab.Client(t, f.cluster)
+	var expired float64
 	labtest.Eventually(t, 90*time.Second, func(ctx context.Context) error {
 		leases, err := client.CoordinationV1().Leases(api.LeaseNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		now := time.Now()
+		expired = 0
 		for _, l := range leases.Items {
-			if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+			if !strings.HasPrefix(l.Name, api.LeasePrefix) || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 				continue
 			}
 			expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-			if expires.After(now) && expires.Before(now.Add(time.Minute)) {
+			switch {
+			case expires.Before(now):
+				expired++
+			case expires.Before(now.Add(time.Minute)):
 				return fmt.Errorf("Lease %s expires at %s", l.Name, expires.Format(time.RFC3339))
 			}
 		}
 		return nil
 	})
+	return expired
 }
