@@ -288,14 +288,7 @@ func allTrue(conditions []any, types ...string) error {
 // cluster, asking the API server with its own token (SelfSubjectAccessReview).
 func denied(t *testing.T, kubeconfig, cluster, ns string, attrs []authorizationv1.ResourceAttributes) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := clientOf(t, kubeconfig)
 	for _, a := range attrs {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
 		got, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
@@ -309,7 +302,7 @@ func denied(t *testing.T, kubeconfig, cluster, ns string, attrs []authorizationv
 	}
 	// The same decisions on real requests: the account can neither delete a
 	// Pod nor read the Secrets of kube-system.
-	err = client.CoreV1().Pods(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{})
+	err := client.CoreV1().Pods(ns).Delete(t.Context(), "foo", metav1.DeleteOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("%s: %s deleting Pod %s/foo: %v, want Forbidden", cluster, filepath.Base(kubeconfig), ns, err)
 	}
@@ -415,6 +408,7 @@ func refused(err error) bool {
 	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
 }
 
+// clientOf is a client with the credentials of kubeconfig.
 func clientOf(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
