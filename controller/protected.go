@@ -46,16 +46,9 @@ func (c *Controller) protected(namespace, name string) string {
 // ParseProtected checks a value of --protected-namespaces:
 // comma-separated namespaces.
 func ParseProtected(value string) ([]string, error) {
-	var out []string
-	for ns := range strings.SplitSeq(value, ",") {
-		ns = strings.TrimSpace(ns)
-		if ns == "" {
-			continue
-		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("--protected-namespaces %q: want a namespace: %s", ns, errs[0])
-		}
-		out = append(out, ns)
+	out, err := api.ParseNamespaces(value)
+	if err != nil {
+		return nil, fmt.Errorf("--protected-namespaces: %w", err)
 	}
 	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -131,12 +129,8 @@ Run it again before the token expires to rotate it: the controller picks the new
 	o.addFlags(cmd)
 	cmd.Flags().DurationVar(&o.duration, "duration", 30*24*time.Hour, "how long the token is valid")
 	cmd.Flags().Func("export-namespaces", "NAMESPACE[,NAMESPACE...]: the only namespaces the member may export from (the Secret's annotation "+api.AnnotationExportNamespaces+"; \"\" for none); without it, a bound the Secret has is kept", func(v string) error {
-		for ns := range strings.SplitSeq(v, ",") {
-			if ns = strings.TrimSpace(ns); ns != "" {
-				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-					return fmt.Errorf("namespace %q: %s", ns, errs[0])
-				}
-			}
+		if _, err := api.ParseNamespaces(v); err != nil {
+			return err
 		}
 		o.exportNamespaces = &v
 		return nil

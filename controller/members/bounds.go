@@ -36,28 +36,12 @@ func ParseExportNamespaces(bounds map[string][]string, value string) error {
 	if _, dup := bounds[cluster]; dup {
 		return fmt.Errorf("%q: cluster %s is bounded twice", value, cluster)
 	}
-	namespaces, err := namespaceList(list)
+	namespaces, err := api.ParseNamespaces(list)
 	if err != nil {
 		return fmt.Errorf("%q: %w", value, err)
 	}
 	bounds[cluster] = namespaces
 	return nil
-}
-
-// namespaceList parses a comma-separated list of namespaces; "" is none.
-func namespaceList(list string) ([]string, error) {
-	out := []string{}
-	for ns := range strings.SplitSeq(list, ",") {
-		ns = strings.TrimSpace(ns)
-		if ns == "" {
-			continue
-		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("namespace %q: %s", ns, errs[0])
-		}
-		out = append(out, ns)
-	}
-	return out, nil
 }
 
 // secretBound is the bound a member Secret's annotation sets, if any.
@@ -66,7 +50,7 @@ func secretBound(annotations map[string]string, source string) (*bound, error) {
 	if !ok {
 		return nil, nil
 	}
-	namespaces, err := namespaceList(list)
+	namespaces, err := api.ParseNamespaces(list)
 	if err != nil {
 		return nil, refuse(reasonInvalid, "%s: annotation %s: %v", source, api.AnnotationExportNamespaces, err)
 	}
