@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -174,8 +175,10 @@ func TestPortMergeAndConflicts(t *testing.T) {
 	if c := p.Conflicts["type"]; c.Reason != mcsv1b1.ServiceExportReasonTypeConflict {
 		t.Errorf("type: %+v, want a TypeConflict", c)
 	}
-	if _, ok := p.Conflicts["old"]; ok {
-		t.Errorf("the oldest export has a conflict: %+v", p.Conflicts["old"])
+	// The oldest export's definition is used, but it lacks a port of the
+	// union: KEP-1645's asymmetric ports, a conflict on every export.
+	if c := p.Conflicts["old"]; c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, "lacks the port(s) 9090/TCP") {
+		t.Errorf("old: %+v, want a PortConflict for lacking 9090/TCP", c)
 	}
 	// The oldest wins whatever the names: make "type" the oldest.
 	in.Members["type"] = Member{Known: true, Export: exportAt(-1), Service: in.Members["type"].Service}
@@ -211,19 +214,23 @@ func TestPortMergeByNumber(t *testing.T) {
 		older, newer []corev1.ServicePort
 		want         []mcsv1b1.ServicePort
 		conflict     string // in newer's PortConflict message; "" for none
+		oldLacks     string // in older's PortConflict message; "" for none
 	}{
 		{"same port, other name", []corev1.ServicePort{port("http", 80, "")}, []corev1.ServicePort{port("web", 80, "")},
-			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, `named "web", but an older export has it named "http"`},
+			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, `named "web", but an older export has it named "http"`, ""},
 		{"named and unnamed", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("http", 80, "")},
-			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "port 80/TCP is named \"http\", but an older export has it unnamed"},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "port 80/TCP is named \"http\", but an older export has it unnamed", ""},
 		{"an unnamed port cannot join", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("", 81, "")},
-			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "unnamed port is 81/TCP"},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "unnamed port is 81/TCP", ""},
 		{"a second port needs names", []corev1.ServicePort{port("", 80, "")}, []corev1.ServicePort{port("metrics", 9090, "")},
-			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "must name each"},
+			[]mcsv1b1.ServicePort{{Port: 80, Protocol: "TCP"}}, "must name each", ""},
 		{"other protocol, same number", []corev1.ServicePort{port("dns", 53, "UDP")}, []corev1.ServicePort{port("dns-tcp", 53, "TCP")},
-			[]mcsv1b1.ServicePort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "dns-tcp", Port: 53, Protocol: "TCP"}}, ""},
+			[]mcsv1b1.ServicePort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "dns-tcp", Port: 53, Protocol: "TCP"}}, "lacks the port(s) 53/UDP", "lacks the port(s) 53/TCP"},
+		// The MCS API conformance suite's asymmetric ports: a superset.
+		{"more ports", []corev1.ServicePort{port("tcp", 42, ""), port("udp", 42, "UDP")}, []corev1.ServicePort{port("tcp", 42, ""), port("sctp", 142, "SCTP")},
+			[]mcsv1b1.ServicePort{{Name: "tcp", Port: 42, Protocol: "TCP"}, {Name: "udp", Port: 42, Protocol: "UDP"}, {Name: "sctp", Port: 142, Protocol: "SCTP"}}, "lacks the port(s) 42/UDP", "lacks the port(s) 142/SCTP"},
 		{"the same", []corev1.ServicePort{port("http", 80, "")}, []corev1.ServicePort{port("http", 80, "TCP")},
-			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, ""},
+			[]mcsv1b1.ServicePort{{Name: "http", Port: 80, Protocol: "TCP"}}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Compute(&Input{Name: "foo", Members: map[string]Member{
@@ -240,12 +247,13 @@ func TestPortMergeByNumber(t *testing.T) {
 			case tc.conflict != "" && (c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, tc.conflict)):
 				t.Errorf("conflict %+v, want a PortConflict saying %q", c, tc.conflict)
 			}
-			if _, has := p.Conflicts["old"]; has {
-				t.Errorf("the older export lost")
+			if c, has := p.Conflicts["old"]; has != (tc.oldLacks != "") || !strings.Contains(c.Message, tc.oldLacks) {
+				t.Errorf("the older export's own conflict %+v, want one saying %q", c, tc.oldLacks)
 			}
 			// Every export says the exports conflict, the oldest too.
-			if c, ok := p.ConflictOf("old"); ok != (tc.conflict != "") || (ok && (c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, tc.conflict))) {
-				t.Errorf("the older export's conflict %+v (%v), want one saying %q", c, ok, tc.conflict)
+			want := cmp.Or(tc.oldLacks, tc.conflict)
+			if c, ok := p.ConflictOf("old"); ok != (want != "") || (ok && (c.Reason != mcsv1b1.ServiceExportReasonPortConflict || !strings.Contains(c.Message, want))) {
+				t.Errorf("the older export's conflict %+v (%v), want one saying %q", c, ok, want)
 			}
 		})
 	}

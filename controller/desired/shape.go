@@ -24,8 +24,8 @@ type candidate struct {
 
 // shape merges the provision clusters' Services into the ServiceImport's
 // shape (KEP-1645): the oldest decides the type, ports are the union, and
-// where the Services define a port otherwise the older one wins. Losers
-// are recorded in p.Conflicts.
+// where the Services define a port otherwise the older one wins. Losers,
+// and exports that lack a port of the union, are recorded in p.Conflicts.
 func (p *Plan) shape(in *Input) *Import {
 	cands := candidates(in, p.Provision)
 	if len(cands) == 0 {
@@ -46,6 +46,7 @@ func (p *Plan) shape(in *Input) *Import {
 			}
 		}
 	}
+	p.asymmetric(cands, imp.Ports)
 	slices.Sort(imp.Clusters)
 	if !imp.Headless {
 		imp.IPFamilyPolicy, imp.IPFamilies = p.families(cands)
@@ -72,7 +73,28 @@ func (p *Plan) ConflictOf(cluster string) (Cause, bool) {
 	for _, l := range losers {
 		msgs = append(msgs, p.Conflicts[l].Message)
 	}
-	return Cause{p.Conflicts[losers[0]].Reason, "the exports of this service conflict, and the oldest export's definition is used: " + strings.Join(msgs, "; ")}, true
+	return Cause{p.Conflicts[losers[0]].Reason, "the exports of this service conflict: " + strings.Join(msgs, "; ")}, true
+}
+
+// asymmetric records a conflict for each export whose Service lacks a
+// port of the union: its clients reach, through the clusterset IP, ports
+// its pods may not serve. The union is still what is imported, as
+// KEP-1645 asks.
+func (p *Plan) asymmetric(cands []candidate, union []mcsv1b1.ServicePort) {
+	for _, c := range cands {
+		var lacks []string
+		for _, u := range union {
+			if !slices.ContainsFunc(c.svc.Spec.Ports, func(sp corev1.ServicePort) bool {
+				return sp.Port == u.Port && cmp.Or(sp.Protocol, corev1.ProtocolTCP) == u.Protocol
+			}) {
+				lacks = append(lacks, fmt.Sprintf("%d/%s", u.Port, u.Protocol))
+			}
+		}
+		if len(lacks) > 0 {
+			p.conflict(c.cluster, mcsv1b1.ServiceExportReasonPortConflict,
+				fmt.Sprintf("%s's Service lacks the port(s) %s that other exports have: the union of their ports is imported", c.cluster, strings.Join(lacks, ", ")))
+		}
+	}
 }
 
 // conflict records the first conflict of a cluster.
