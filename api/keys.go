@@ -21,8 +21,9 @@ const (
 	// type, ports and ips, status.clusters and the strategy annotation; ips
 	// and clusters emptied when nothing provides the service; never
 	// deleted), the status conditions of ServiceExports, the status and
-	// finalizer of MultiClusterServices, and the Leases source-<cluster>,
-	// renewed by name. It creates Namespaces but never changes or deletes
+	// finalizer of MultiClusterServices, the Leases source-<cluster>,
+	// renewed by name, and on the hub the ConfigMaps export-ages.<ns>.<name>
+	// of its namespace. It creates Namespaces but never changes or deletes
 	// one. See controller/README.md, "What it writes".
 	ManagedBy = "mcs-controller.coredns-mcs.io"
 

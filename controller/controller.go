@@ -87,6 +87,10 @@ type Controller struct {
 	// hubServices are the hub's Services, by namespace synced.
 	hubServices  members.Scoped
 	hubFactories []informers.SharedInformerFactory
+	// ages are the hub's ConfigMaps of when exports were first seen, and
+	// firstSeen what this run noted of them, by key (ages.go).
+	ages      cache.SharedIndexInformer
+	firstSeen syncMap[string, map[string]time.Time]
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -138,6 +142,7 @@ func New(opts Options) *Controller {
 		})
 	})
 	_ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
+	c.watchAges()
 	return c
 }
 
@@ -183,7 +188,7 @@ func (c *Controller) start(ctx context.Context) error {
 	for _, f := range c.hubFactories {
 		f.Start(ctx.Done())
 	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced) {
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.HasSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
 	if err := c.watchMCS(ctx); err != nil {
@@ -228,6 +233,8 @@ func (c *Controller) Synced() error {
 		return fmt.Errorf("the hub's MultiClusterServices have not been listed")
 	case !c.hubServices.HasSynced():
 		return fmt.Errorf("the hub's Services have not been listed")
+	case !c.ages.HasSynced():
+		return fmt.Errorf("the hub's ConfigMaps of export ages have not been listed")
 	case !c.opts.Members.Synced():
 		return fmt.Errorf("the member Secrets on the hub have not been listed")
 	}
@@ -407,6 +414,8 @@ func (c *Controller) requeueUnseen(k trackKey, w tracked) {
 	switch m := c.member(k.cluster); {
 	case k == mcsKey(k.namespace, k.name):
 		cached = nilIfNone(c.hub.get(k.namespace, k.name))
+	case k.kind == "ConfigMap":
+		cached = nilIfNone(c.agesCached(k))
 	case m == nil:
 		return // it left
 	case k.kind == "Namespace":
@@ -448,8 +457,12 @@ func (c *Controller) member(name string) *members.Member {
 	return nil
 }
 
-// Resync queues every service: those of the shards just held too.
-func (c *Controller) Resync() { c.enqueueAll() }
+// Resync queues every service: those of the shards just held too, whose
+// export ages are read from the hub again.
+func (c *Controller) Resync() {
+	c.forgetAges()
+	c.enqueueAll()
+}
 
 // enqueueAll queues every service something multi-cluster is asked of, or
 // that a member holds an object of the controller's for.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,8 @@ const (
 	m2  = "member2"
 	m3  = "member3"
 	ns  = "demo"
+	// controllerNamespace is the controller's own, on the hub.
+	controllerNamespace = "mcs-system"
 )
 
 var memberNames = []string{m1, m2, m3}
@@ -183,6 +186,7 @@ func (f *fixture) start() {
 	f.reg = reg
 	opts := f.opts
 	opts.HubKube, opts.HubMCS, opts.Members, opts.Workers = f.hubKube, f.hubMCS, reg, 1
+	opts.Namespace = cmp.Or(opts.Namespace, controllerNamespace)
 	f.c = New(opts)
 	f.c.crdPoll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -474,6 +478,8 @@ func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
 		err = write(f.mcs[cluster].MulticlusterV1beta1().ServiceImports(o.Namespace), verb, o, o.Name)
 	case *v1alpha1.MultiClusterService:
 		err = write(f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace), verb, o, o.Name)
+	case *corev1.ConfigMap:
+		err = write(f.hubKube.CoreV1().ConfigMaps(o.Namespace), verb, o, o.Name)
 	default:
 		f.t.Fatalf("change: %T is not handled", obj)
 	}
@@ -582,11 +588,13 @@ func (f *fixture) tracker(cluster, resource string) clienttesting.ObjectTracker 
 // cachedVersion is the resourceVersion of an object in the controller's
 // caches, "" when absent, "?" for what they do not hold.
 func (f *fixture) cachedVersion(cluster, resource, namespace, name string) string {
-	if cluster == hub {
-		if resource != "multiclusterservices" {
-			return "?"
-		}
+	switch {
+	case cluster == hub && resource == "multiclusterservices":
 		return versionOf(f.c.hub.get(namespace, name))
+	case cluster == hub && resource == "configmaps":
+		return versionOf(f.c.agesCached(trackKey{namespace: namespace, name: name}))
+	case cluster == hub:
+		return "?"
 	}
 	m := f.member(cluster)
 	switch resource {

@@ -259,8 +259,10 @@ func TestExportNamespacesNarrowed(t *testing.T) {
 	f.bounds = map[string][]string{m3: {"shop"}}
 	f.restart()
 	slice3 := []string{"update serviceimports/status demo/foo", "delete endpointslices demo/imported-member3-foo-3"}
+	// One provider left: no age to keep on the hub (ages.go).
 	expect(t, "member3 narrowed", f.sync("demo/foo"), writes{
-		m1: slice3, m2: slice3, m3: append(slices.Clone(slice3), "update serviceexports/status demo/foo"),
+		hub: {"delete configmaps mcs-system/export-ages.demo.foo"},
+		m1:  slice3, m2: slice3, m3: append(slices.Clone(slice3), "update serviceexports/status demo/foo"),
 	})
 	expect(t, "again", f.sync("demo/foo"), writes{})
 	f.bounds = map[string][]string{m1: {"shop"}, m3: {"shop"}}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -36,16 +37,19 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
+	c.ageMembers(in)
 	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
 	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
 	out := outcome{}
+	var agesErr error
 	// A service no member may export (protected, its name too long)
 	// imports nothing: what it imported while it was allowed goes.
 	if followed.Invalid == "" || followed.Unexportable != nil {
 		c.applyMembers(ctx, namespace, name, followed, &out, seen)
 		c.reportExports(ctx, namespace, name, followed, &out)
+		agesErr = c.keepAges(ctx, in, followed)
 	}
 	if mcs != nil {
 		if err := c.report(ctx, mcs, plan, &out); err != nil {
@@ -58,7 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 			return nil // fixed by an update, which queues the key again
 		}
 	}
-	return out.err()
+	return errors.Join(out.err(), agesErr)
 }
 
 // recheckStale queues the service again for when the first of its

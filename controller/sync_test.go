@@ -125,8 +125,9 @@ func TestStoryTwo(t *testing.T) {
 	})
 	ownVersion := f.serviceOf(m2, "foo").ResourceVersion
 	both := firstImport("foo", "imported-member1-foo-abc", "imported-member2-foo-xyz")
+	// Two providers: when each was first seen is kept on the hub.
 	expect(t, "sync", f.sync("demo/foo"), writes{
-		hub: {"update multiclusterservices/status demo/foo"},
+		hub: {"create configmaps mcs-system/export-ages.demo.foo", "update multiclusterservices/status demo/foo"},
 		m1:  both, m2: both, m3: both,
 	})
 	if own := f.serviceOf(m2, "foo"); own.Labels[api.LabelManagedBy] != "" || own.ResourceVersion != ownVersion {

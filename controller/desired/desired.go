@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -68,6 +69,10 @@ type Member struct {
 	// Stale: the member has been unhealthy for as long as its Lease
 	// source-<member> lasts (stale.go). Set whether it is Known or not.
 	Stale bool
+	// FirstSeen is when the controller first saw the member provide the
+	// service, as the hub keeps it; zero: not yet, which is newer than
+	// any time. It ages the export, never what the member reports.
+	FirstSeen time.Time
 }
 
 // Plan is what every member should hold.

@@ -187,6 +187,34 @@ func TestPortMergeAndConflicts(t *testing.T) {
 	}
 }
 
+// The oldest export is the one the hub saw first; what members report
+// orders only those first seen together, and one not seen yet is newest.
+func TestOldestByFirstSeen(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	for _, tc := range []struct {
+		name     string
+		seen     map[string]time.Time
+		reported map[string]int // export creation, in minutes
+		oldest   string
+	}{
+		{"first seen beats reported", map[string]time.Time{"a": at(0), "b": at(1)}, map[string]int{"a": 5, "b": -500}, "a"},
+		{"not seen yet is newest", map[string]time.Time{"b": at(9)}, map[string]int{"a": -500, "b": 5}, "b"},
+		{"seen together: reported", map[string]time.Time{"a": at(1), "b": at(1)}, map[string]int{"a": 5, "b": 2}, "b"},
+		{"none seen: reported", nil, map[string]int{"a": 5, "b": 2}, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := map[string]Member{}
+			for c, m := range tc.reported {
+				ms[c] = Member{Known: true, Export: exportAt(m), Service: svc(c == tc.oldest, port("http", 80, "")), FirstSeen: tc.seen[c]}
+			}
+			// The oldest's type, headless, is the import's.
+			if p := Compute(&Input{Name: "foo", Members: ms}); !p.Import.Headless || p.Conflicts[tc.oldest].Reason != "" {
+				t.Errorf("headless %v, conflicts %v: want %s the oldest", p.Import.Headless, p.Conflicts, tc.oldest)
+			}
+		})
+	}
+}
+
 // validServicePorts says what the API server would refuse of a Service
 // with these ports: a port twice, a name twice, an unnamed one of several.
 func validServicePorts(ports []mcsv1b1.ServicePort) string {

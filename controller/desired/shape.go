@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,10 +14,13 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// candidate is one provision cluster's Service, aged by its export (else
-// by the Service itself) for the KEP's rule: the oldest export wins.
+// candidate is one provision cluster's Service, aged for the KEP's rule,
+// the oldest export wins: by when the hub first saw it provide, and only
+// among those first seen together by what its member reports, the
+// creation of its export (else of the Service itself).
 type candidate struct {
 	cluster string
+	seen    time.Time
 	since   metav1.Time
 	svc     *corev1.Service
 	export  *mcsv1b1.ServiceExport // nil: provided by a MultiClusterService
@@ -146,12 +150,23 @@ func candidates(in *Input, provision []string) []candidate {
 		if m.Export != nil {
 			since = m.Export.CreationTimestamp
 		}
-		out = append(out, candidate{cluster: name, since: since, svc: m.Service, export: m.Export})
+		out = append(out, candidate{cluster: name, seen: m.FirstSeen, since: since, svc: m.Service, export: m.Export})
 	}
 	slices.SortFunc(out, func(a, b candidate) int {
-		return cmp.Or(a.since.Compare(b.since.Time), cmp.Compare(a.cluster, b.cluster))
+		return cmp.Or(compareSeen(a.seen, b.seen), a.since.Compare(b.since.Time), cmp.Compare(a.cluster, b.cluster))
 	})
 	return out
+}
+
+// compareSeen orders first-seen times, the zero time (not seen yet) last.
+func compareSeen(a, b time.Time) int {
+	switch {
+	case a.IsZero() == b.IsZero():
+		return a.Compare(b)
+	case a.IsZero():
+		return 1
+	}
+	return -1
 }
 
 func importPort(sp corev1.ServicePort) mcsv1b1.ServicePort {

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// Who was first is decided on the hub. KEP-1645's "oldest export wins"
+// ages an export by when this controller first saw its member provide
+// the service, never by the creationTimestamp the member reports, which a
+// hostile member controls. Where the age decides anything, a service with
+// two providers or more, the times are kept on the hub, in the ConfigMap
+// export-ages.<namespace>.<name> of the controller's namespace, so that
+// they survive restarts. A service of one provider costs no write: its
+// age is when this run first saw it, older than any export to come.
+
+// agesPrefix starts the name of an ages ConfigMap; a namespace has no dot,
+// so the rest is <namespace>.<name>.
+const agesPrefix = "export-ages."
+
+// watchAges makes the informer of the ages ConfigMaps. One someone else
+// edits or deletes queues its service, whose sync writes it back.
+func (c *Controller) watchAges() {
+	f := informers.NewSharedInformerFactoryWithOptions(c.opts.HubKube, 0, informers.WithNamespace(c.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{api.LabelManagedBy: api.ManagedBy}.String()
+		}),
+		informers.WithTransform(func(obj any) (any, error) {
+			if o, ok := obj.(metav1.Object); ok {
+				o.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
+	c.hubFactories = append(c.hubFactories, f)
+	c.ages = f.Core().V1().ConfigMaps().Informer()
+	_, _ = c.ages.AddEventHandler(handler.Events(func(obj any, gone bool) {
+		o, ok := handler.Unwrap(obj).(metav1.Object)
+		if !ok {
+			return
+		}
+		namespace, name, ok := strings.Cut(strings.TrimPrefix(o.GetName(), agesPrefix), ".")
+		if ok && !c.track.delivered(c.agesKey(namespace, name), o, gone) {
+			c.enqueue(namespace, name)
+		}
+	}))
+}
+
+func (c *Controller) agesKey(namespace, name string) trackKey {
+	return trackKey{cluster: "hub", kind: "ConfigMap", namespace: c.opts.Namespace, name: agesPrefix + namespace + "." + name}
+}
+
+// agesRecord is the service's ages ConfigMap as the hub's informer holds
+// it, or as this controller last wrote it if that is newer; nil: none.
+func (c *Controller) agesRecord(namespace, name string) *corev1.ConfigMap {
+	k := c.agesKey(namespace, name)
+	return latestOf(c.track, k, c.agesCached(k))
+}
+
+// agesCached is the ages ConfigMap of k as the informer holds it, or nil.
+func (c *Controller) agesCached(k trackKey) *corev1.ConfigMap {
+	obj, _, _ := c.ages.GetStore().GetByKey(k.namespace + "/" + k.name)
+	cm, _ := obj.(*corev1.ConfigMap)
+	return cm
+}
+
+// firstSeenOf is when each member was first seen providing the service:
+// what this run noted, else what the hub keeps.
+func (c *Controller) firstSeenOf(namespace, name string) map[string]time.Time {
+	if seen, ok := c.firstSeen.Load(namespace + "/" + name); ok {
+		return seen
+	}
+	return parseAges(c.agesRecord(namespace, name))
+}
+
+// parseAges reads an ages ConfigMap; an entry that is not a time is left
+// out, so that its member is aged anew.
+func parseAges(cm *corev1.ConfigMap) map[string]time.Time {
+	seen := map[string]time.Time{}
+	if cm == nil {
+		return seen
+	}
+	for cluster, v := range cm.Data {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			seen[cluster] = t
+		}
+	}
+	return seen
+}
+
+// keepAges notes when each provider of the plan was first seen, forgets
+// members that no longer provide (a member not known now keeps its age),
+// and keeps the hub's record of the service as that says.
+func (c *Controller) keepAges(ctx context.Context, in *desired.Input, plan *desired.Plan) error {
+	seen := maps.Clone(c.firstSeenOf(in.Namespace, in.Name))
+	var providers []string
+	if plan.Import != nil {
+		providers = plan.Import.Clusters
+	}
+	now := c.opts.Clock.Now()
+	for _, p := range providers {
+		if _, ok := seen[p]; !ok {
+			seen[p] = now
+		}
+	}
+	maps.DeleteFunc(seen, func(cluster string, _ time.Time) bool {
+		m, member := in.Members[cluster]
+		return !member || m.Known && !slices.Contains(providers, cluster)
+	})
+	key := in.Namespace + "/" + in.Name
+	if len(seen) == 0 {
+		c.firstSeen.Delete(key)
+	} else {
+		c.firstSeen.Store(key, seen)
+	}
+	return c.recordAges(ctx, in.Namespace, in.Name, seen)
+}
+
+// recordAges makes the hub's record of the service hold seen when it
+// has two members or more, and be absent otherwise.
+func (c *Controller) recordAges(ctx context.Context, namespace, name string, seen map[string]time.Time) error {
+	have := c.agesRecord(namespace, name)
+	if len(seen) < 2 {
+		if have == nil {
+			return nil
+		}
+		return c.writeAges("delete", have, func() (*corev1.ConfigMap, error) {
+			return nil, c.opts.HubKube.CoreV1().ConfigMaps(have.Namespace).Delete(ctx, have.Name, preconditions(have))
+		})
+	}
+	want := agesConfigMap(c.agesKey(namespace, name), seen)
+	if have == nil {
+		return c.writeAges("create", want, func() (*corev1.ConfigMap, error) {
+			return c.opts.HubKube.CoreV1().ConfigMaps(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		})
+	}
+	if maps.Equal(have.Data, want.Data) && hasLabels(have, want.Labels) {
+		return nil
+	}
+	upd := have.DeepCopy()
+	upd.Data, upd.Labels = want.Data, want.Labels
+	return c.writeAges("update", upd, func() (*corev1.ConfigMap, error) {
+		return c.opts.HubKube.CoreV1().ConfigMaps(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	})
+}
+
+func agesConfigMap(k trackKey, seen map[string]time.Time) *corev1.ConfigMap {
+	data := map[string]string{}
+	for cluster, t := range seen {
+		data[cluster] = t.UTC().Format(time.RFC3339Nano)
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: k.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
+		Data:       data,
+	}
+}
+
+// writeAges runs one write of an ages ConfigMap, counts it, and tracks
+// what the API server returned (nil: deleted) until the informer has it.
+func (c *Controller) writeAges(verb string, cm *corev1.ConfigMap, write func() (*corev1.ConfigMap, error)) error {
+	got, err := write()
+	if verb == "delete" && apierrors.IsNotFound(err) {
+		err = nil
+	}
+	members.CountWrite("hub", "ConfigMap", verb, err)
+	if err != nil {
+		return fmt.Errorf("%s ConfigMap %s, the ages of the service's exports: %w", verb, key(cm), err)
+	}
+	k := trackKey{cluster: "hub", kind: "ConfigMap", namespace: cm.Namespace, name: cm.Name}
+	service := strings.Replace(strings.TrimPrefix(cm.Name, agesPrefix), ".", "/", 1)
+	if got == nil {
+		c.track.deleted(k, cm.UID)
+	} else {
+		c.track.wrote(k, got, service)
+	}
+	return nil
+}
+
+// ageMembers sets each member's FirstSeen in the sync's input.
+func (c *Controller) ageMembers(in *desired.Input) {
+	for cluster, t := range c.firstSeenOf(in.Namespace, in.Name) {
+		if m, ok := in.Members[cluster]; ok {
+			m.FirstSeen = t
+			in.Members[cluster] = m
+		}
+	}
+}
+
+// forgetAges drops what this run noted: after the shards held change,
+// another replica may have aged the services since.
+func (c *Controller) forgetAges() {
+	c.firstSeen.Range(func(k string, _ map[string]time.Time) bool {
+		c.firstSeen.Delete(k)
+		return true
+	})
+}
