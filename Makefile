@@ -55,11 +55,11 @@ generate:
 	  --versioned-clientset-package $(CLIENT_PKG)/clientset/versioned --listers-package $(CLIENT_PKG)/listers \
 	  --output-dir api/client/informers --output-pkg $(CLIENT_PKG)/informers $(API_PKG)/v1alpha1
 
-# Unit tests first (no lab), then a short fuzz run of every fuzz target, then
+# Unit tests first (no lab; promtool is built for them), then a short fuzz run of every fuzz target, then
 # everything that needs the lab, one package at a time so they share one lab.
 test: test-unit test-fuzz test-lab
 
-test-unit:
+test-unit: promtool
 	$(GO) vet ./...
 	$(GO) vet -tags lab ./...
 	cd test/lab && $(GO) vet ./...
@@ -101,6 +101,12 @@ demo: demo-prereqs build lab-up
 # Checked before make demo builds anything (test/demo/prereqs.sh).
 demo-prereqs:
 	@bash test/demo/prereqs.sh
+
+# promtool, which runs the alerts' unit tests (deploy/alerts_test.go), into
+# _output/bin, once per test/promtool/go.mod (test/lab/build.sh).
+.PHONY: promtool
+promtool:
+	bash test/lab/build.sh promtool
 
 # The local lab (test/lab): four clusters of local processes on loopback.
 # lab-bins builds etcd, kube-apiserver, kube-controller-manager,
