@@ -159,7 +159,7 @@ func TestMemberAlertsAndPanelsUseCoreDNSMetrics(t *testing.T) {
 	if err != nil || r.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("serve.demo.svc.clusterset.local before sync: %v, %v; want SERVFAIL", r, err)
 	}
-	queries := append(ruleQueries(memberRules(t)), dashboardQueries(renderedDashboard(t), "coredns-mcs")...)
+	queries := append(ruleQueries(memberAlerts.rules(t)), dashboardQueries(renderedDashboard(t), "coredns-mcs")...)
 	for _, p := range unexported(queries, scrape(t, metricsURL)) {
 		t.Errorf("coredns-mcs: %s", p)
 	}

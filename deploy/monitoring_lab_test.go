@@ -43,7 +43,7 @@ func TestHubAlertsAndPanelsUseControllerMetrics(t *testing.T) {
 	})
 	l.ClusterIP(t, m2, apps, api.DerivedPrefix+"foo", converge)
 
-	queries := append(ruleQueries(hubRules(t)), dashboardQueries(renderedDashboard(t), "mcs-controller")...)
+	queries := append(ruleQueries(hubAlerts.rules(t)), dashboardQueries(renderedDashboard(t), "mcs-controller")...)
 	var problems []string
 	for end := time.Now().Add(converge); ; time.Sleep(time.Second) {
 		families, err := process.Scrape(t.Context(), "http://"+addr+"/metrics")

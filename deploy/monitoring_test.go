@@ -19,19 +19,45 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// rule is an alerting rule of a PrometheusRule.
+// rule is an alerting rule of a PrometheusRule, as a Prometheus rule file
+// has it.
 type rule struct {
-	Alert, Expr, For    string
-	Labels, Annotations map[string]string
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// rules are the alerting rules of the PrometheusRule name that dir renders.
-func rules(t *testing.T, dir, name string) []rule {
+// ruleGroup is a group of a PrometheusRule's spec, as a Prometheus rule
+// file has it.
+type ruleGroup struct {
+	Name  string `json:"name"`
+	Rules []rule `json:"rules"`
+}
+
+// alerts are the alerts of a monitoring component: the PrometheusRule name
+// that the example dir renders, and their promtool tests (alerts_test.go).
+type alerts struct{ dir, name, tests string }
+
+var (
+	hubAlerts    = alerts{"examples/hub-with-components", "mcs-controller", "components/monitoring-hub/alerts_test.yaml"}
+	memberAlerts = alerts{"examples/member1-with-components", "coredns-mcs", "components/monitoring-member/alerts_test.yaml"}
+)
+
+// groups are the rule groups of the rendered PrometheusRule.
+func (a alerts) groups(t *testing.T) []ruleGroup {
 	t.Helper()
-	var spec struct{ Groups []struct{ Rules []rule } }
-	decode(t, find(t, render(t, dir), "PrometheusRule", name).Object["spec"], &spec)
+	var spec struct{ Groups []ruleGroup }
+	decode(t, find(t, render(t, a.dir), "PrometheusRule", a.name).Object["spec"], &spec)
+	return spec.Groups
+}
+
+// rules are the alerting rules of the rendered PrometheusRule.
+func (a alerts) rules(t *testing.T) []rule {
+	t.Helper()
 	var out []rule
-	for _, g := range spec.Groups {
+	for _, g := range a.groups(t) {
 		out = append(out, g.Rules...)
 	}
 	return out
@@ -49,13 +75,6 @@ func decode(t *testing.T, from any, to any) {
 	}
 }
 
-// hubRules and memberRules are the alerts of the two monitoring components.
-func hubRules(t *testing.T) []rule { return rules(t, "examples/hub-with-components", "mcs-controller") }
-
-func memberRules(t *testing.T) []rule {
-	return rules(t, "examples/member1-with-components", "coredns-mcs")
-}
-
 // runbooks is where every alert's runbook_url points: a section of this
 // repository's docs.
 const runbooks = "https://github.com/coredns-mcs/coredns-mcs/blob/main/"
@@ -65,7 +84,7 @@ const runbooks = "https://github.com/coredns-mcs/coredns-mcs/blob/main/"
 // do; no two alerts share a name.
 func TestAlertsAreComplete(t *testing.T) {
 	seen := map[string]bool{}
-	for _, r := range append(hubRules(t), memberRules(t)...) {
+	for _, r := range append(hubAlerts.rules(t), memberAlerts.rules(t)...) {
 		if r.Alert == "" || seen[r.Alert] {
 			t.Errorf("alert %q (%s): no name, or a name taken already", r.Alert, r.Expr)
 		}
