@@ -92,7 +92,7 @@ bench: build lab-up
 	$(GO) run ./test/bench/propagation $(PROP_FLAGS)
 	$(GO) run ./test/bench/propagation $(SCALE) $(SCALE_FLAGS)
 
-# The seeds' story on the lab (test/demo, README "Two commands"): starts
+# The demo's story on the lab (test/demo, README "Two commands"): starts
 # mcs-controller on the hub and a coredns-mcs per member, which keep running
 # afterwards until make lab-down; running it again replaces them.
 demo: demo-prereqs build lab-up

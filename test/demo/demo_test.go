@@ -23,8 +23,9 @@ var podCIDRs = map[string]netip.Prefix{
 	member3: netip.MustParsePrefix("10.14.0.0/16"),
 }
 
-// seedsReply is the seeds' serve image's reply.
-var seedsReply = regexp.MustCompile(`^hello from cluster (member[0-9]) \(Node: kwok-node-0 Pod: (serve-[a-z0-9-]+) Address: ([0-9.]+)\)$`)
+// serveReply is the reply of serve, the MCS API demo's image
+// (sigs.k8s.io/mcs-api, demo/), as the lab's pods play it.
+var serveReply = regexp.MustCompile(`^hello from cluster (member[0-9]) \(Node: kwok-node-0 Pod: (serve-[a-z0-9-]+) Address: ([0-9.]+)\)$`)
 
 // TestDemo plays make demo's story on the lab, in namespace demo, and
 // checks what its reader is told: the DNS answers are the VIPs of the
@@ -119,11 +120,11 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// checkPod checks that r is the seeds' reply from the pod of cluster at
+// checkPod checks that r is serve's reply from the pod of cluster at
 // the address DNS answered.
 func checkPod(t *testing.T, r Reply, cluster string) {
 	t.Helper()
-	m := seedsReply.FindStringSubmatch(r.Text)
+	m := serveReply.FindStringSubmatch(r.Text)
 	if m == nil || m[1] != cluster || m[3] != r.Addr {
 		t.Errorf("reply %q from %s: want the pod of %s at that address", r.Text, r.Addr, cluster)
 	}
@@ -150,13 +151,13 @@ func checkPodSwitch(t *testing.T, what string, replies []Reply, after time.Durat
 	t.Logf("%s: %d replies, the first from %s after %s", what, len(replies), to, after)
 }
 
-// checkReply checks that r is the seeds' reply from a pod of cluster,
+// checkReply checks that r is serve's reply from a pod of cluster,
 // through a connection to one of vips, and returns the pod's name.
 func checkReply(t *testing.T, r Reply, cluster string, vips []string) string {
 	t.Helper()
-	m := seedsReply.FindStringSubmatch(r.Text)
+	m := serveReply.FindStringSubmatch(r.Text)
 	if m == nil {
-		t.Errorf("reply %q through %s is not the seeds' serve reply", r.Text, r.Addr)
+		t.Errorf("reply %q through %s is not serve's reply", r.Text, r.Addr)
 		return ""
 	}
 	if m[1] != cluster || !podCIDRs[cluster].Contains(netip.MustParseAddr(m[3])) || !slices.Contains(vips, r.Addr) {

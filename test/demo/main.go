@@ -1,7 +1,7 @@
 // Command demo is make demo: on the local lab (make lab-up) it starts
 // mcs-controller on the hub and a coredns-mcs per member, then plays the
-// seeds' story of serve in namespace demo, step by step, showing each
-// command it runs and that command's real output. The controller and the
+// story of serve in namespace demo, step by step, showing each command it
+// runs and that command's real output. The controller and the
 // coredns-mcs processes stay running afterwards, until make lab-down.
 //
 //	go run ./test/demo [-root DIR]

@@ -221,7 +221,7 @@ func (s *story) deploymentReady(ctx context.Context, cluster string, want int) e
 }
 
 func (s *story) export(ctx context.Context) error {
-	s.say("The seeds' way, the MCS API's: a ServiceExport beside the Service in member1.")
+	s.say("The MCS API's way: a ServiceExport beside the Service in member1.")
 	if err := s.show("test/demo/manifests/serviceexport.yaml"); err != nil {
 		return err
 	}
@@ -324,11 +324,12 @@ func (s *story) requestsFromMember2(ctx context.Context) error {
 	if err := s.servers.Follow(follow, kube, namespace, podSelector); err != nil {
 		return err
 	}
-	s.say("Each serve pod's address is bound in the lab's pods' network, with a server answering as the seeds'")
-	s.say("serve image. For each request, a client on member2's node resolves the name through member2's")
-	s.say("coredns-mcs and sends GET http://<answer>:%d/ on a new connection; member2's real kube-proxy", servicePort)
-	s.say("(nftables) sends it to one endpoint of the Service that owns the address. kube-proxy programs a")
-	s.say("change at most once a second (its minSyncPeriod), so the demo first waits for the route.\n")
+	s.say("Each serve pod's address is bound in the lab's pods' network, with a server answering as the MCS")
+	s.say("API demo's serve image does. For each request, a client on member2's node resolves the name")
+	s.say("through member2's coredns-mcs and sends GET http://<answer>:%d/ on a new connection; member2's", servicePort)
+	s.say("real kube-proxy (nftables) sends it to one endpoint of the Service that owns the address.")
+	s.say("kube-proxy programs a change at most once a second (its minSyncPeriod), so the demo first waits")
+	s.say("for the route.\n")
 	if err := s.routed(ctx, "member2's kube-proxy routes derived-serve to member1", member1); err != nil {
 		return err
 	}

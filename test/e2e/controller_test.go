@@ -132,7 +132,7 @@ func clusterIP(t *testing.T, cluster, ns, name string) string {
 	return labtest.Get(t).ClusterIP(t, cluster, ns, name, converge)
 }
 
-// Story 1 of the seed proposal, through DNS: foo runs only in member1, and
+// Story 1, through DNS: foo runs only in member1, and
 // a MultiClusterService provides it to member2, LocalFirst. member2's
 // coredns-mcs answers foo's native name with the derived VIP and, with
 // answer endpoints, with member1's pods; a scale-up in member1 follows.
@@ -275,7 +275,7 @@ func TestLocalFirstPolicyThroughDNS(t *testing.T) {
 	}
 }
 
-// The seeds' MCS API flow, through DNS: a ServiceExport of serve in member1
+// The MCS API's flow, through DNS: a ServiceExport of serve in member1
 // makes serve.<ns>.svc.clusterset.local answer the derived VIP in member2,
 // while serve.<ns>.svc.cluster.local stays member2's own Service (no
 // MultiClusterService asked for native names). Deleting the ServiceExport

@@ -25,7 +25,8 @@ import (
 // Pod is a pod as its server plays it.
 type Pod struct{ Cluster, Name, Node, IP string }
 
-// Hello is what the pod answers, as the seeds' serve image does.
+// Hello is what the pod answers, as serve, the image of the MCS API's demo
+// (sigs.k8s.io/mcs-api, demo/), does.
 func (p Pod) Hello() string {
 	return fmt.Sprintf("hello from cluster %s (Node: %s Pod: %s Address: %s)", p.Cluster, p.Node, p.Name, p.IP)
 }
