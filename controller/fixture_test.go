@@ -445,13 +445,26 @@ func (f *fixture) sync(key string) map[string][]string {
 func (f *fixture) syncFailing(key, want string) map[string][]string {
 	f.t.Helper()
 	f.writes()
-	err := f.c.sync(context.Background(), key)
+	f.checkSyncError(key, want, f.c.sync(context.Background(), key))
+	return f.settled()
+}
+
+// checkSyncError fails the test unless err is what a sync of key should
+// end with: nil, or an error saying want.
+func (f *fixture) checkSyncError(key, want string, err error) {
+	f.t.Helper()
 	switch {
 	case want == "" && err != nil:
 		f.t.Errorf("sync %s failed, and would be retried: %v", key, err)
 	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 		f.t.Errorf("sync %s: error %v, want one saying %q", key, err, want)
 	}
+}
+
+// settled is the writes since the last call, by cluster, once the
+// controller's caches hold each.
+func (f *fixture) settled() map[string][]string {
+	f.t.Helper()
 	got := map[string][]string{}
 	for cluster, actions := range f.writes() {
 		for _, a := range actions {
