@@ -43,6 +43,8 @@ type alerts struct{ dir, name, tests string }
 var (
 	hubAlerts    = alerts{"examples/hub-with-components", "mcs-controller", "components/monitoring-hub/alerts_test.yaml"}
 	memberAlerts = alerts{"examples/member1-with-components", "coredns-mcs", "components/monitoring-member/alerts_test.yaml"}
+	// monitoringAlerts are both components'.
+	monitoringAlerts = []alerts{hubAlerts, memberAlerts}
 )
 
 // groups are the rule groups of the rendered PrometheusRule.
