@@ -43,6 +43,9 @@ type fanout struct {
 	// reads holds, by key, what the sync of that key under way read of
 	// its sources.
 	reads syncMap[string, *reading]
+	// waitsFor, when set, is told which members a sync of key waits for,
+	// each time that changes: the tests step their clock by it.
+	waitsFor func(key string, waiting map[string]bool)
 }
 
 // flight is one member's writes for one service.
@@ -90,6 +93,9 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 		changed = r.changed
 	}
 	for len(waiting) > 0 {
+		if f.waitsFor != nil {
+			f.waitsFor(key, waiting)
+		}
 		select {
 		case <-changed: // a source changed: not known slow, but not waited for
 			for cluster := range waiting {

@@ -96,42 +96,17 @@ func TestLateResultsReportedByNoLaterSync(t *testing.T) {
 }
 
 // syncPastWait is f.sync of key while hung's writes hang: once the sync
-// waits for them alone, the fake clock steps past memberWait, once (a
-// flight under way then would count as slow otherwise), and again if that
-// step came before the sync's timer.
+// waits for them alone, the fake clock steps past memberWait, which ends
+// that wait at once and no other.
 func syncPastWait(f *fixture, fc *clocktesting.FakeClock, key, hung string) map[string][]string {
 	f.t.Helper()
-	done := make(chan struct{})
-	stepped := make(chan struct{})
-	go func() {
-		defer close(stepped)
-		last := time.Time{}
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			if onlyBusy(f, key, hung) && time.Since(last) > 100*time.Millisecond {
-				fc.Step(memberWait)
-				last = time.Now()
-			}
-		}
-	}()
-	got := f.sync(key)
-	close(done)
-	<-stepped
-	return got
-}
-
-// onlyBusy reports whether cluster alone has writes of key under way.
-func onlyBusy(f *fixture, key, cluster string) bool {
-	for _, name := range memberNames {
-		if _, busy := f.c.fan.flights.Load(flight{name, key}); busy != (name == cluster) {
-			return false
+	f.c.fan.waitsFor = func(k string, waiting map[string]bool) {
+		if k == key && len(waiting) == 1 && waiting[hung] {
+			fc.Step(memberWait)
 		}
 	}
-	return true
+	defer func() { f.c.fan.waitsFor = nil }()
+	return f.sync(key)
 }
 
 // syncUnbounded is f.sync for a sync that must not wait for a slow
