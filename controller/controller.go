@@ -65,6 +65,9 @@ type Options struct {
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
+	// ChangeRate is how many source changes of one member a second queue
+	// their services at once (budget.go); 0: no bound.
+	ChangeRate float64
 	// StaleAfter is how long a member may be unhealthy before it counts
 	// as stale, as its Leases source-<member> do in coredns-mcs: their
 	// duration. 0: never.
@@ -91,6 +94,8 @@ type Controller struct {
 	// firstSeen what this run noted of them, by key (ages.go).
 	ages      cache.SharedIndexInformer
 	firstSeen syncMap[string, map[string]time.Time]
+	// budgets pace each member's source changes, by member (budget.go).
+	budgets syncMap[string, *budget]
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -355,7 +360,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	}
 	key := a.namespace + "/" + svc
 	c.seen.LoadOrStore(key, time.Now())
-	c.enqueue(a.namespace, svc)
+	c.sourceChanged(cluster, key)
 	// A sync of the key that waits for a member's writes ends its wait,
 	// so that the change goes to every other member at once (fanout.go).
 	if o, ok := obj.(metav1.Object); ok {
@@ -403,6 +408,7 @@ func (c *Controller) memberChanged(name string) {
 func (c *Controller) forget(member string) {
 	c.fan.forget(member)
 	c.prunedFields.Delete(member)
+	c.budgets.Delete(member)
 }
 
 // requeueUnseen queues the service of a write the tracker forgot before

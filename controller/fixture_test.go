@@ -86,6 +86,7 @@ type fixture struct {
 	bounds     map[string][]string // members' --export-namespaces
 	maxObjects int                 // --member-max-objects
 	maxBytes   int64               // --member-max-mib, in bytes
+	maxExports int                 // --member-max-exports
 }
 
 // option changes a fixture before its controller starts.
@@ -108,6 +109,9 @@ func withBounds(b map[string][]string) option { return func(f *fixture) { f.boun
 
 // withMaxObjects bounds the objects each member's informers may hold.
 func withMaxObjects(n int) option { return func(f *fixture) { f.maxObjects = n } }
+
+// withMaxExports bounds the exports of each member that are used.
+func withMaxExports(n int) option { return func(f *fixture) { f.maxExports = n } }
 
 // withMaxBytes bounds what each member's objects may take held.
 func withMaxBytes(n int64) option { return func(f *fixture) { f.maxBytes = n } }
@@ -177,7 +181,7 @@ func (f *fixture) start() {
 	}
 	reg, err := members.NewRegistry(members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
-		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, MaxBytes: f.maxBytes, Namespaces: f.opts.Namespaces,
+		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, MaxBytes: f.maxBytes, MaxExports: f.maxExports, Namespaces: f.opts.Namespaces,
 		Selector: f.selector(), Clock: f.opts.Clock,
 	})
 	if err != nil {

@@ -23,8 +23,13 @@ var (
 		Help:    "From a source EndpointSlice change seen by the controller to its imported copy acknowledged by a consumption cluster.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	})
+
+	changesPaced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcs_member_changes_paced_total",
+		Help: "Source EndpointSlice changes of the member cluster whose services waited for its budget (--member-change-rate).",
+	}, []string{"cluster"})
 )
 
 func init() {
-	legacyregistry.RawMustRegister(syncSvcDuration, syncEpsDuration, propagation)
+	legacyregistry.RawMustRegister(syncSvcDuration, syncEpsDuration, propagation, changesPaced)
 }

@@ -25,6 +25,8 @@ type outcome struct {
 	// controller's holds the name of: reported, not retried, since the
 	// deletion of that object queues the service.
 	namesTaken []string
+	// paced are providers whose changes wait for their budget (budget.go).
+	paced []string
 }
 
 // wait notes a member whose writes the sync does not wait for, and why

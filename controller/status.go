@@ -190,10 +190,19 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 	}
 	// No counts here: the status would then be written on every endpoint change.
 	msg := "EndpointSlices collected from " + strings.Join(plan.Import.Clusters, ", ")
-	if notes := join(plan.Skipped, slices.Concat(messages(plan.Conflicts), notAllowed)); notes != "" {
+	if notes := join(plan.Skipped, slices.Concat(messages(plan.Conflicts), notAllowed, pacedNotes(out.paced))); notes != "" {
 		msg += "; " + notes
 	}
 	return trueCond(v1alpha1.EndpointSliceCollected, reasonCollected, bounded(msg))
+}
+
+// pacedNotes say which providers' changes wait for their budget.
+func pacedNotes(paced []string) []string {
+	var out []string
+	for _, c := range paced {
+		out = append(out, c+" changes its EndpointSlices faster than --member-change-rate allows: its changes reach the consumers paced")
+	}
+	return out
 }
 
 func applied(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outcome) metav1.Condition {

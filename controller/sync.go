@@ -26,6 +26,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		return nil // not a key this controller queued; retrying cannot help
 	}
 	seen, _ := c.seen.LoadAndDelete(key) // zero: no source change seen
+	c.unpaced(key)
 
 	mcs := c.hubMCSOf(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
@@ -43,6 +44,9 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
 	out := outcome{}
+	if plan.Import != nil {
+		out.paced = c.paced(plan.Import.Clusters)
+	}
 	var agesErr error
 	// A service no member may export (protected, its name too long)
 	// imports nothing: what it imported while it was allowed goes.
@@ -176,6 +180,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			Export:     m.Export(namespace, name),
 			Slices:     m.SourceSlices(namespace, name),
 			NotAllowed: m.NotAllowed(namespace),
+			OverQuota:  m.OverQuota(namespace, name),
 		}
 	}
 	c.registered.Range(func(name string, _ bool) bool {

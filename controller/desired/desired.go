@@ -66,6 +66,9 @@ type Member struct {
 	// NotAllowed, when set, says why the member may not export from the
 	// service's namespace: the operator bounds where it exports from.
 	NotAllowed string
+	// OverQuota, when set, says why the member's export of the service is
+	// not used: it exports more services than it may (members/quota.go).
+	OverQuota string
 	// Stale: the member has been unhealthy for as long as its Lease
 	// source-<member> lasts (stale.go). Set whether it is Known or not.
 	Stale bool
@@ -207,6 +210,7 @@ const (
 	ReasonProtected           mcsv1b1.ServiceExportConditionReason = "Protected"
 	ReasonNamespaceNotAllowed mcsv1b1.ServiceExportConditionReason = "NamespaceNotAllowed"
 	ReasonNotProvisionCluster mcsv1b1.ServiceExportConditionReason = "NotProvisionCluster"
+	ReasonTooManyExports      mcsv1b1.ServiceExportConditionReason = "TooManyExports"
 )
 
 // unexportable says why no member may export the service, or nil. A
@@ -333,15 +337,21 @@ func present(in *Input, clusters []string) (members, left []string) {
 }
 
 // allowed keeps the provision clusters that may export from the service's
-// namespace, and notes why each other one does not provide: a member the
-// operator bounds publishes nothing, nor makes the namespace in consumers.
+// namespace, and within their quota of exports, and notes why each other
+// one does not provide: a member the operator bounds publishes nothing,
+// nor makes the namespace in consumers.
 func (p *Plan) allowed(in *Input, provision []string) []string {
 	return slices.DeleteFunc(provision, func(c string) bool {
-		why := in.Members[c].NotAllowed
-		if why != "" {
-			p.NotAllowed[c] = Cause{ReasonNamespaceNotAllowed, why}
+		m := in.Members[c]
+		switch {
+		case m.NotAllowed != "":
+			p.NotAllowed[c] = Cause{ReasonNamespaceNotAllowed, m.NotAllowed}
+		case m.OverQuota != "" && m.Export != nil:
+			p.NotAllowed[c] = Cause{ReasonTooManyExports, m.OverQuota}
+		default:
+			return false
 		}
-		return why != ""
+		return true
 	})
 }
 

@@ -59,6 +59,8 @@ type caches struct {
 	held, bytes   atomic.Int64
 	max, maxBytes int64
 	full          sync.Once
+	// quota bounds the exports the member may have used.
+	quota *exportQuota
 }
 
 // newCaches makes the member's informers, in the MCS API versions it
@@ -67,6 +69,7 @@ type caches struct {
 func newCaches(ctx context.Context, m *Member, exports, imports schema.GroupVersion) (*caches, error) {
 	c := makeCaches(m.Kube, m.MCS, exports, imports, m.namespaces, m.wantedSelector())
 	c.max, c.maxBytes = int64(m.maxObjects), m.maxBytes
+	c.quota.max = m.maxExports
 	if err := c.count(m.overflow); err != nil {
 		return nil, err
 	}
@@ -102,7 +105,7 @@ type factory interface {
 func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imports schema.GroupVersion, namespaces []string, sel string) *caches {
 	nf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
 	selected := func(o *metav1.ListOptions) { o.LabelSelector = sel }
-	c := &caches{selector: sel,
+	c := &caches{selector: sel, quota: &exportQuota{made: map[string]metav1.Time{}},
 		namespaces: nf.InformerFor(&corev1.Namespace{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewNamespaceInformer(k, r, NoIndex)
 		}),
@@ -176,12 +179,23 @@ func (c *caches) handle(cluster string, h Handlers) error {
 		o, ok := obj.(metav1.Object)
 		return ok && h.Delivered != nil && h.Delivered(cluster, kind, o, gone)
 	}
+	// The quota knows of an export before its service is queued, on the
+	// same goroutine, so that the sync finds it counted.
+	countExport := func(obj any, gone bool) {
+		if moved := c.quota.note(c.exports, obj, gone); moved != nil {
+			h.Exports(cluster, moved)
+		}
+	}
 	for _, k := range []struct {
-		kind string
-		s    Scoped
-		fn   func(string, any)
-	}{{"Service", c.services, h.Services}, {"EndpointSlice", c.slices, h.Slices}, {"ServiceExport", c.exports, h.Exports}, {"ServiceImport", c.imports, h.Imports}} {
+		kind  string
+		s     Scoped
+		fn    func(string, any)
+		first func(obj any, gone bool)
+	}{{"Service", c.services, h.Services, nil}, {"EndpointSlice", c.slices, h.Slices, nil}, {"ServiceExport", c.exports, h.Exports, countExport}, {"ServiceImport", c.imports, h.Imports, nil}} {
 		err := k.s.AddEventHandler(handler.Events(func(obj any, gone bool) {
+			if k.first != nil {
+				k.first(obj, gone)
+			}
 			if !delivered(k.kind, obj, gone) {
 				k.fn(cluster, obj)
 			}

@@ -56,10 +56,12 @@ type Member struct {
 	secret, secretRV string
 	// bounds limit the namespaces it may export from (bounds.go); none:
 	// every namespace. maxObjects and maxBytes bound what its informers
-	// may hold (0: no bound). All are set before it starts, never changed.
+	// may hold (0: no bound), maxExports the exports used (quota.go). All
+	// are set before it starts, never changed.
 	bounds     []bound
 	maxObjects int
 	maxBytes   int64 // what its objects may take held (0: no bound)
+	maxExports int
 	// namespaces are those the controller syncs, of which its informers
 	// hold the namespaced objects; none: every namespace.
 	namespaces []string

@@ -32,8 +32,13 @@ var bytesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "About what the objects the controller holds of the member cluster take, packed, as of its last probe (bounded by --member-max-mib).",
 }, []string{"cluster"})
 
+var exportsRefusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_exports_refused",
+	Help: "ServiceExports of the member cluster not used because it has more than --member-max-exports, as of its last probe.",
+}, []string{"cluster"})
+
 func init() {
-	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge)
+	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge)
 }
 
 // CountWrite counts one API write in mcs_writes_total.

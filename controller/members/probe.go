@@ -99,6 +99,7 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	if c := m.current(); c != nil {
 		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
 		bytesGauge.WithLabelValues(m.Name).Set(float64(c.bytes.Load()))
+		exportsRefusedGauge.WithLabelValues(m.Name).Set(float64(c.quota.refused()))
 	}
 	switch {
 	case was && !now:

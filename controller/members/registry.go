@@ -43,6 +43,9 @@ type Options struct {
 	// member counts as unreachable.
 	MaxObjects int
 	MaxBytes   int64
+	// MaxExports bounds the ServiceExports of each member that are used
+	// (0: no bound); past it, its newest are not (quota.go).
+	MaxExports int
 	// Namespaces limit the namespaced objects the members' informers hold
 	// to those of the namespaces the controller syncs; none: every
 	// namespace.
@@ -114,7 +117,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 // objects it may make the controller hold and how much, and of which
 // namespaces.
 func (r *Registry) bounded(m *Member) *Member {
-	m.maxObjects, m.maxBytes, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.MaxBytes, r.opts.Namespaces, r.opts.Selector
+	m.maxObjects, m.maxBytes, m.maxExports, m.namespaces, m.selector = r.opts.MaxObjects, r.opts.MaxBytes, r.opts.MaxExports, r.opts.Namespaces, r.opts.Selector
 	if r.opts.Clock != nil {
 		m.clock = r.opts.Clock
 		m.lastHealthy = m.clock.Now()
@@ -255,6 +258,8 @@ func (r *Registry) drop(m *Member) {
 	m.stop()
 	reachableGauge.DeleteLabelValues(m.Name)
 	objectsGauge.DeleteLabelValues(m.Name)
+	bytesGauge.DeleteLabelValues(m.Name)
+	exportsRefusedGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }
