@@ -62,6 +62,9 @@ type Options struct {
 	// Protected are namespaces protected besides the built-in ones
 	// (protected.go).
 	Protected []string
+	// HubNamespacesOnly lets a member that no bound narrows export only
+	// from the namespaces that exist on the hub (hubnamespaces.go).
+	HubNamespacesOnly bool
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
@@ -96,6 +99,8 @@ type Controller struct {
 	firstSeen syncMap[string, map[string]time.Time]
 	// budgets pace each member's source changes, by member (budget.go).
 	budgets syncMap[string, *budget]
+	// hubNamespaces are the hub's Namespaces, with HubNamespacesOnly.
+	hubNamespaces cache.SharedIndexInformer
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -148,6 +153,9 @@ func New(opts Options) *Controller {
 	})
 	_ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
 	c.watchAges()
+	if opts.HubNamespacesOnly {
+		c.watchHubNamespaces()
+	}
 	return c
 }
 
@@ -193,7 +201,7 @@ func (c *Controller) start(ctx context.Context) error {
 	for _, f := range c.hubFactories {
 		f.Start(ctx.Done())
 	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.HasSynced) {
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.HasSynced, c.hubNamespacesSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
 	if err := c.watchMCS(ctx); err != nil {
@@ -240,6 +248,8 @@ func (c *Controller) Synced() error {
 		return fmt.Errorf("the hub's Services have not been listed")
 	case !c.ages.HasSynced():
 		return fmt.Errorf("the hub's ConfigMaps of export ages have not been listed")
+	case !c.hubNamespacesSynced():
+		return fmt.Errorf("the hub's Namespaces have not been listed")
 	case !c.opts.Members.Synced():
 		return fmt.Errorf("the member Secrets on the hub have not been listed")
 	}

@@ -497,6 +497,8 @@ func (f *fixture) change(cluster string, obj runtime.Object, verb string) {
 		err = write(f.hubMCS.McsV1alpha1().MultiClusterServices(o.Namespace), verb, o, o.Name)
 	case *corev1.ConfigMap:
 		err = write(f.hubKube.CoreV1().ConfigMaps(o.Namespace), verb, o, o.Name)
+	case *corev1.Namespace:
+		err = write(f.kubeOf(cluster).CoreV1().Namespaces(), verb, o, o.Name)
 	default:
 		f.t.Fatalf("change: %T is not handled", obj)
 	}
@@ -588,6 +590,14 @@ func (f *fixture) awaitCached(cluster string, a clienttesting.Action) {
 	}
 }
 
+// kubeOf is the fake Kubernetes clientset of cluster.
+func (f *fixture) kubeOf(cluster string) *k8sfake.Clientset {
+	if cluster == hub {
+		return f.hubKube
+	}
+	return f.kube[cluster]
+}
+
 // tracker is the store of the fake that holds resource in cluster.
 func (f *fixture) tracker(cluster, resource string) clienttesting.ObjectTracker {
 	mcs := resource == "serviceimports" || resource == "serviceexports"
@@ -610,6 +620,10 @@ func (f *fixture) cachedVersion(cluster, resource, namespace, name string) strin
 		return versionOf(f.c.hub.get(namespace, name))
 	case cluster == hub && resource == "configmaps":
 		return versionOf(f.c.agesCached(trackKey{namespace: namespace, name: name}))
+	case cluster == hub && resource == "namespaces":
+		obj, _, _ := f.c.hubNamespaces.GetStore().GetByKey(name)
+		n, _ := obj.(*corev1.Namespace)
+		return versionOf(n)
 	case cluster == hub:
 		return "?"
 	}

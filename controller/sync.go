@@ -179,7 +179,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			Service:    m.Service(namespace, name),
 			Export:     m.Export(namespace, name),
 			Slices:     m.SourceSlices(namespace, name),
-			NotAllowed: m.NotAllowed(namespace),
+			NotAllowed: c.notAllowed(m, namespace),
 			OverQuota:  m.OverQuota(namespace, name),
 		}
 	}

@@ -57,7 +57,7 @@ type flags struct {
 	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
-	showVersion, profiling                                 bool
+	showVersion, profiling, hubNamespacesOnly              bool
 	allowExport, protected                                 []string
 	exportNamespaces                                       map[string][]string
 	logging                                                *logsapi.LoggingConfiguration
@@ -106,6 +106,15 @@ func parseFlags() *flags {
 	})
 	fs.Func("export-namespaces", "CLUSTER=NAMESPACE[,NAMESPACE...]: the only namespaces member CLUSTER may export from (CLUSTER= for none); repeatable, one per member", func(v string) error {
 		return members.ParseExportNamespaces(f.exportNamespaces, v)
+	})
+	f.hubNamespacesOnly = true
+	fs.Func("default-export-namespaces", "what a member that neither --export-namespaces nor its Secret's annotation bounds may export from: hub (the default), the namespaces that exist on the hub; all, any namespace", func(v string) error {
+		switch v {
+		case "hub", "all":
+			f.hubNamespacesOnly = v == "hub"
+			return nil
+		}
+		return fmt.Errorf("%q: want hub or all", v)
 	})
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	flag.Parse()
@@ -198,7 +207,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, ChangeRate: f.changeRate, StaleAfter: f.sourceLeaseDuration, Shards: set,
+			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, ChangeRate: f.changeRate, HubNamespacesOnly: f.hubNamespacesOnly, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}

@@ -70,3 +70,7 @@ func (m *Member) NotAllowed(namespace string) string {
 	}
 	return ""
 }
+
+// Bounded reports whether the operator or the member's Secret bounds the
+// namespaces it exports from.
+func (m *Member) Bounded() bool { return len(m.bounds) > 0 }

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/handler"
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
+
+// A member that no bound narrows (--export-namespaces, or the annotation
+// of its Secret) exports, by default, only from the namespaces that exist
+// on the hub: a newly joined member, or one taken over, cannot publish
+// endpoints under a name in any namespace of every consumer, nor make
+// that namespace there, unless the operator made it on the hub. The
+// hub's Namespaces are held by name alone.
+
+func (c *Controller) watchHubNamespaces() {
+	f := informers.NewSharedInformerFactoryWithOptions(c.opts.HubKube, 0, informers.WithTransform(func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Namespace); ok {
+			return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}}, nil
+		}
+		return obj, nil
+	}))
+	c.hubFactories = append(c.hubFactories, f)
+	c.hubNamespaces = f.Core().V1().Namespaces().Informer()
+	_, _ = c.hubNamespaces.AddEventHandler(handler.Events(func(obj any, _ bool) {
+		if o, ok := handler.Unwrap(obj).(metav1.Object); ok {
+			c.enqueueExportsIn(o.GetName())
+		}
+	}))
+}
+
+func (c *Controller) hubNamespacesSynced() bool {
+	return c.hubNamespaces == nil || c.hubNamespaces.HasSynced()
+}
+
+// notAllowed says why m may not export from namespace, or "": its bounds,
+// else, by default, the hub's namespaces.
+func (c *Controller) notAllowed(m *members.Member, namespace string) string {
+	if why := m.NotAllowed(namespace); why != "" || m.Bounded() || c.hubNamespaces == nil {
+		return why
+	}
+	if _, ok, _ := c.hubNamespaces.GetStore().GetByKey(namespace); ok {
+		return ""
+	}
+	return fmt.Sprintf("%s may export only from the namespaces that exist on the hub (the default, as neither --export-namespaces nor the annotation %s of its Secret bounds it), and the hub has no namespace %s: it does not provide %s's services",
+		m.Name, api.AnnotationExportNamespaces, namespace, namespace)
+}
+
+// enqueueExportsIn queues the services exported from namespace: a hub
+// namespace made or deleted allows or stops them.
+func (c *Controller) enqueueExportsIn(namespace string) {
+	for _, m := range c.opts.Members.List() {
+		for _, k := range m.ExportKeys() {
+			if ns, name, ok := strings.Cut(k, "/"); ok && ns == namespace {
+				c.enqueue(ns, name)
+			}
+		}
+	}
+}
