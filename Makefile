@@ -4,7 +4,7 @@ GO ?= go
 # Short fuzz runs in `make test`; longer ones by hand: make test-fuzz FUZZTIME=10m
 FUZZTIME ?= 15s
 
-.PHONY: all build images test test-unit test-fuzz test-lab demo demo-prereqs bench generate
+.PHONY: all build images pin-images test test-unit test-fuzz test-lab demo demo-prereqs bench generate
 
 all: build
 
@@ -23,13 +23,20 @@ IMAGE_REPO ?= registry.example.com/coredns-mcs
 # Beside them, the kubectl plugin for the platforms operators run kubectl
 # on, built as the images' binaries are (static, no build id).
 PLUGIN_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-images:
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./test/images -out _output/images \
+BUILD_IMAGES = SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./test/images -out _output/images \
 	  -repo $(IMAGE_REPO) -version $(VERSION) -revision $$(git rev-parse HEAD)
+images:
+	$(BUILD_IMAGES)
 	for p in $(PLUGIN_PLATFORMS); do \
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -buildvcs=false \
 	    -ldflags "-s -w -buildid= -X main.version=$(VERSION)" -o _output/images/kubectl-mcs-$${p%/*}-$${p#*/} ./cmd/kubectl-mcs || exit 1; \
 	done
+
+# A release's manifests: the images built again (the same digests), and
+# deploy/overlays' images: set to them by digest, which a tag cannot be
+# moved under (README.md, Images).
+pin-images:
+	$(BUILD_IMAGES) -pin deploy/overlays
 
 # The deepcopy functions of api/ and the CRDs in deploy/crds, from the types
 # (controller-gen), then the typed clientset (with its fake), listers and

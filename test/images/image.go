@@ -21,6 +21,7 @@ import (
 type options struct {
 	repo, version, revision, source string
 	created                         time.Time // of every file, history entry and the image
+	pin                             string    // overlays to pin the images in (pin.go)
 }
 
 func (o options) ref(p program) string { return o.repo + "/" + p.name + ":" + o.version }

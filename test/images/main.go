@@ -36,6 +36,7 @@ func main() {
 	flag.StringVar(&o.version, "version", "dev", "the programs' version (-version) and the images' tag")
 	flag.StringVar(&o.revision, "revision", "", "the git commit the images are built from (label org.opencontainers.image.revision)")
 	flag.StringVar(&o.source, "source", "https://github.com/coredns-mcs/coredns-mcs", "label org.opencontainers.image.source")
+	flag.StringVar(&o.pin, "pin", "", "a directory of kustomize overlays (deploy/overlays) whose images: to set to what was built, by digest; empty: none")
 	flag.Int64Var(&epoch, "epoch", envEpoch(), "time of every file and of the images, in seconds since 1970 (default $SOURCE_DATE_EPOCH, else 0)")
 	flag.Parse()
 	o.created = time.Unix(epoch, 0).UTC()
@@ -71,6 +72,7 @@ func run(ctx context.Context, o options, out string) error {
 	if err != nil {
 		return err
 	}
+	pins := map[string]pinned{}
 	for _, p := range programs {
 		idx, err := imageIndex(ctx, root, tmp, p, o)
 		if err != nil {
@@ -82,8 +84,12 @@ func run(ctx context.Context, o options, out string) error {
 			return fmt.Errorf("%s: %w", archive, err)
 		}
 		fmt.Printf("%s %s %s\n", archive, o.ref(p), digest)
+		pins[p.name] = pinned{o.repo + "/" + p.name, digest.String()}
 	}
-	return nil
+	if o.pin == "" {
+		return nil
+	}
+	return pinOverlays(o.pin, pins)
 }
 
 // imageIndex compiles p for each of arches and returns the index of its
