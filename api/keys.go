@@ -74,6 +74,11 @@ const (
 	// AnnotationExportNamespaces on such a Secret bounds the namespaces
 	// the member may export from: a comma-separated list ("" for none).
 	AnnotationExportNamespaces = GroupName + "/export-namespaces"
+	// AnnotationCredentialExpires on such a Secret is when its token
+	// expires (RFC 3339), as the member's API server answered the
+	// TokenRequest that made it: kubectl mcs join and mcs-controller's
+	// renewals write it.
+	AnnotationCredentialExpires = GroupName + "/credential-expires"
 
 	// LeaseNamespace holds the Leases source-<cluster> in every member.
 	LeaseNamespace = "mcs-system"
