@@ -16,6 +16,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
 )
 
 // fromContexts makes a member of every context of an operator's kubeconfig.
@@ -106,9 +107,13 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	return m, nil
 }
 
+// connectFunc makes the clients of a member from its config.
+type connectFunc func(name, source string, rc *rest.Config) (*Member, error)
+
 // fromSecret makes the member a Secret registers, from its kubeconfig,
-// which anyone who may create a Secret there wrote (untrustedConfig).
-func fromSecret(name, source string, s *corev1.Secret, qps float32, burst int, allowInsecure bool) (*Member, error) {
+// which anyone who may create a Secret there wrote (untrustedConfig); its
+// token goes through a source of its own (rotate.go).
+func fromSecret(name, source string, s *corev1.Secret, connect connectFunc, allowInsecure bool) (*Member, error) {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return nil, refuse(reasonName, "%s: label %s=%q is not a cluster name (%s): relabel it: kubectl -n %s label secret %s %s=%s --overwrite",
 			source, api.LabelCluster, name, errs[0], s.Namespace, s.Name, api.LabelCluster, suggestName(name))
@@ -125,9 +130,15 @@ func fromSecret(name, source string, s *corev1.Secret, qps float32, burst int, a
 	if err != nil {
 		return nil, err
 	}
-	m, err := fromConfig(name, source, rc, qps, burst)
-	if err == nil && b != nil {
+	cred, print := credentials.Of(rc.BearerToken, rc.CertData, s.Annotations), fingerprint(rc, s)
+	token := takeToken(rc)
+	m, err := connect(name, source, rc)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
 		m.bounds = append(m.bounds, *b)
 	}
-	return m, err
+	m.credential, m.token, m.fingerprint = cred, token, print
+	return m, nil
 }

@@ -10,11 +10,13 @@
 // object (packed.go and compress.go: held packed), read.go what the sync
 // reads of them, mcs.go the typed MCS API writes, responses.go the bound
 // on what a member's API server may answer, bounds.go the namespaces it
-// may export from, metrics.go the counters.
+// may export from, metrics.go the counters; rotate.go takes a Secret's new
+// token up in place, renew.go renews the tokens before they expire.
 package members
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"time"
@@ -24,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
 )
 
 // Handlers receive the events of every member's informers. They are called
@@ -54,6 +58,13 @@ type Member struct {
 	// secret is the namespace/name of the Secret that registered it, at
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
 	secret, secretRV string
+	// credential says when that Secret's credentials expire and whether
+	// they are renewed (renew.go); token is the source of its token, which
+	// a new one replaces in place, and fingerprint is of the rest of the
+	// registration (rotate.go). The registry changes them under decide.
+	credential  credentials.Credential
+	token       *tokenSource
+	fingerprint [sha256.Size]byte
 	// bounds limit the namespaces it may export from (bounds.go); none:
 	// every namespace. maxObjects and maxBytes bound what its informers
 	// may hold (0: no bound), maxExports the exports used (quota.go). All

@@ -37,8 +37,13 @@ var exportsRefusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "ServiceExports of the member cluster not used because it has more than --member-max-exports, as of its last probe.",
 }, []string{"cluster"})
 
+var expiryGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_credential_expiry_timestamp_seconds",
+	Help: "When the credentials of the member's Secret expire (Unix time), as their token or client certificate says, else the Secret's annotation mcs.coredns-mcs.io/credential-expires; absent when unknown.",
+}, []string{"cluster"})
+
 func init() {
-	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge)
+	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge, expiryGauge)
 }
 
 // CountWrite counts one API write in mcs_writes_total.

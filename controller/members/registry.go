@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -67,6 +68,9 @@ type Options struct {
 	// register members over fake clientsets. Like contexts, no Secret
 	// takes their names.
 	Members []*Member
+	// Connect, when set, makes the clients of a member a Secret registers,
+	// from its checked config: unit tests connect fake clientsets.
+	Connect func(name, source string, rc *rest.Config) (*Member, error)
 }
 
 // Registry holds the members. Members come and go at run time (Secrets);
@@ -86,6 +90,9 @@ type Registry struct {
 	// Retired, and the pass after the first list.
 	decide  sync.Mutex
 	refused map[string]refusalState // by Secret namespace/name, under decide
+	// renewals, while tokens are renewed here, is told of every member
+	// registered (renew.go).
+	renewals atomic.Pointer[renewer]
 }
 
 // NewRegistry reads the kubeconfig's contexts; nothing runs until Run.
@@ -251,7 +258,16 @@ func (r *Registry) put(m *Member) {
 	}
 	m.start(r.handlers(), r.opts.ProbeEvery, r.opts.Ready)
 	klog.InfoS("Member registered", "cluster", m.Name, "source", m.Source)
+	r.registered(m)
 	r.changed(m.Name)
+}
+
+// connect makes the clients of a member a Secret registers.
+func (r *Registry) connect(name, source string, rc *rest.Config) (*Member, error) {
+	if r.opts.Connect != nil {
+		return r.opts.Connect(name, source, rc)
+	}
+	return fromConfig(name, source, rc, r.opts.QPS, r.opts.Burst)
 }
 
 func (r *Registry) drop(m *Member) {
@@ -260,6 +276,7 @@ func (r *Registry) drop(m *Member) {
 	objectsGauge.DeleteLabelValues(m.Name)
 	bytesGauge.DeleteLabelValues(m.Name)
 	exportsRefusedGauge.DeleteLabelValues(m.Name)
+	expiryGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }

@@ -153,7 +153,10 @@ func duplicateFix(cur *Member) string {
 // change that breaks the Secret of a usable member is refused instead.
 func (r *Registry) register(s *corev1.Secret) {
 	name, source := s.Labels[api.LabelCluster], sourceOf(s)
-	m, err := fromSecret(name, source, s, r.opts.QPS, r.opts.Burst, r.opts.AllowInsecureTLS)
+	m, err := fromSecret(name, source, s, r.connect, r.opts.AllowInsecureTLS)
+	if err == nil && r.rotate(s, m) {
+		return
+	}
 	if cur := r.get(name); err != nil && cur != nil && cur.secret == key(s) && cur.Kube != nil {
 		// A bad edit of a working member's Secret: the member goes on as
 		// it was, as it does when a duplicate is refused.

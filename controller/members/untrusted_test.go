@@ -100,7 +100,7 @@ func TestUntrustedKubeconfig(t *testing.T) {
 		{"too large", kubeconfig(https, ca, "token: "+strings.Repeat("a", maxKubeconfig)), false, "more than the 1048576"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := fromSecret("member1", "secret mcs-system/s", memberSecret("s", "member1", 0, c.kubeconfig), 5, 10, c.allowInsecure)
+			m, err := fromSecret("member1", "secret mcs-system/s", memberSecret("s", "member1", 0, c.kubeconfig), connectReal, c.allowInsecure)
 			if err == nil {
 				// What a probe would do: the first request runs a
 				// credential plugin.
@@ -139,7 +139,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("NewRegistry: %v, want it to say %q", err, want)
 		}
 	}
-	_, err = fromSecret("Member_1", "secret mcs-system/s", memberSecret("s", "Member_1", 0, kc), 5, 10, false)
+	_, err = fromSecret("Member_1", "secret mcs-system/s", memberSecret("s", "Member_1", 0, kc), connectReal, false)
 	if want := "kubectl -n mcs-system label secret s mcs.coredns-mcs.io/cluster=member-1 --overwrite"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("fromSecret: %v, want it to say %q", err, want)
 	}
