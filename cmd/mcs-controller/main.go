@@ -57,6 +57,7 @@ type flags struct {
 	leaderElect, allowInsecureMemberTLS                    bool
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
+	renewCredentialsBefore, credentialDuration             time.Duration
 	showVersion, profiling, hubNamespacesOnly              bool
 	allowExport, protected                                 []string
 	exportNamespaces                                       map[string][]string
@@ -92,6 +93,8 @@ func parseFlags() *flags {
 	fs.DurationVar(&f.sourceLeaseDuration, "source-lease-duration", 20*time.Second, "duration of the Leases source-<cluster> in every member")
 	fs.DurationVar(&f.sourceLeaseRenew, "source-lease-renew", 5*time.Second, "how often the Leases source-<cluster> are renewed")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each member's API server is probed")
+	fs.DurationVar(&f.renewCredentialsBefore, "renew-credentials-before", 7*24*time.Hour, "how long before it expires the token of a member Secret is renewed (a new token of the controller's ServiceAccount there, written back into the Secret); 0: never")
+	fs.DurationVar(&f.credentialDuration, "credential-duration", 30*24*time.Hour, "how long a renewed member token is valid (the member's API server may cap it); longer than --renew-credentials-before")
 	fs.Func("allow-export", "comma-separated NAMESPACE or NAMESPACE/NAME that may be exported although protected (default/kubernetes, every kube-* namespace, mcs-system, --namespace, --protected-namespaces); repeatable", func(v string) error {
 		allowed, err := controller.ParseAllowExport(v)
 		f.allowExport = append(f.allowExport, allowed...)
@@ -162,6 +165,9 @@ func run(f *flags) error {
 	if err := shards.Valid(f.shards); err != nil {
 		return err
 	}
+	if f.renewCredentialsBefore < 0 || f.renewCredentialsBefore > 0 && f.credentialDuration <= f.renewCredentialsBefore {
+		return fmt.Errorf("--renew-credentials-before %s, --credential-duration %s: want a renewal point of 0 (never) or more, before a longer duration: a renewed token would be due at once", f.renewCredentialsBefore, f.credentialDuration)
+	}
 	if f.maxShards < 0 || f.maxShards > 0 && !f.leaderElect {
 		return fmt.Errorf("--max-shards %d: want 0, or a bound on the shards a replica takes with --leader-elect", f.maxShards)
 	}
@@ -214,7 +220,14 @@ func run(f *flags) error {
 		var wg sync.WaitGroup
 		wg.Go(func() { reg.Run(ctx, c.Handlers()) })
 		wg.Go(func() {
-			hold(ctx, taken, set, reg, c, func() { wg.Go(func() { renewer.Run(ctx) }) })
+			hold(ctx, taken, set, reg, c, func() {
+				wg.Go(func() { renewer.Run(ctx) })
+				if f.renewCredentialsBefore > 0 {
+					wg.Go(func() {
+						reg.RenewTokens(ctx, members.RenewOptions{Before: f.renewCredentialsBefore, Duration: f.credentialDuration})
+					})
+				}
+			})
 		})
 		err := c.Run(ctx)
 		wg.Wait()
@@ -237,7 +250,9 @@ const listShardTimeout = 30 * time.Second
 
 // hold makes each shard taken this replica's: once every member's
 // informers list its objects, its services are synced. The holder of shard
-// 0 renews the Leases source-<cluster>, by renew.
+// 0 renews the Leases source-<cluster> and the members' tokens, by renew:
+// every replica's registry reads the same Secrets, and one renewal of each
+// is wanted, as shardZeroRecorder records one Event.
 func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.Registry, c *controller.Controller, renew func()) {
 	for {
 		var i int
