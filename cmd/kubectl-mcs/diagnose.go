@@ -88,7 +88,11 @@ func (o *diagnoseOptions) memberChecks(ctx context.Context, mr MemberReport) []c
 	if err != nil {
 		return []check{{name: reach.name, problem: err.Error()}}
 	}
-	return []check{reach, corefileCheck(ctx, kube, mr.Cluster), crdCheck(ctx, kube, mr.Cluster), rbacCheck(ctx, kube, mr.Cluster)}
+	checks := []check{reach, corefileCheck(ctx, kube, mr.Cluster), crdCheck(ctx, kube, mr.Cluster), rbacCheck(ctx, kube, mr.Cluster)}
+	if mr.Credentials != nil {
+		checks = append(checks, credentialCheck(mr, time.Now()))
+	}
+	return checks
 }
 
 // corefileRE finds the mcs stanza's cluster option.
@@ -278,10 +282,20 @@ func permissions(u *unstructured.Unstructured) ([]authorizationv1.ResourceAttrib
 			for _, resource := range rule.Resources {
 				res, sub, _ := strings.Cut(resource, "/")
 				for _, verb := range rule.Verbs {
-					out = append(out, authorizationv1.ResourceAttributes{Namespace: u.GetNamespace(), Group: group, Resource: res, Subresource: sub, Verb: verb})
+					for _, name := range orAny(rule.ResourceNames) {
+						out = append(out, authorizationv1.ResourceAttributes{Namespace: u.GetNamespace(), Group: group, Resource: res, Subresource: sub, Verb: verb, Name: name})
+					}
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// orAny is a rule's resourceNames, or "" (any name) when it has none.
+func orAny(names []string) []string {
+	if len(names) == 0 {
+		return []string{""}
+	}
+	return names
 }

@@ -23,11 +23,13 @@ type FleetReport struct {
 	Services []FleetService `json:"services"`
 }
 
-// FleetMember is whether a member answers, and its version.
+// FleetMember is whether a member answers, its version, and the
+// credentials of its hub Secret (none with --members).
 type FleetMember struct {
-	Cluster string `json:"cluster"`
-	Version string `json:"version,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Cluster     string            `json:"cluster"`
+	Version     string            `json:"version,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Credentials *CredentialReport `json:"credentials,omitempty"`
 }
 
 // FleetService is a MultiClusterService and whether it has synced: every
@@ -47,8 +49,11 @@ func (o *statusOptions) fleet(ctx context.Context) error {
 	}
 	for _, m := range o.members {
 		fm := fleetMember(o.flags, m)
-		if fm.Error != "" {
-			r.Problems = append(r.Problems, fmt.Sprintf("member %s: %s", m, fm.Error))
+		fm.Credentials = o.credentials[m]
+		for _, p := range []string{fm.Error, fm.Credentials.problem(time.Now())} {
+			if p != "" {
+				r.Problems = append(r.Problems, fmt.Sprintf("member %s: %s", m, p))
+			}
 		}
 		r.Members = append(r.Members, fm)
 	}
@@ -147,9 +152,9 @@ func (r *FleetReport) table(w io.Writer) error {
 		fmt.Fprintf(w, "Problems:\n  %s\n", strings.Join(r.Problems, "\n  "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nMEMBER\tVERSION\tREACHABLE")
+	fmt.Fprintln(tw, "\nMEMBER\tVERSION\tREACHABLE\tCREDENTIALS EXPIRE")
 	for _, m := range r.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%t\n", m.Cluster, orDash(m.Version), m.Error == "")
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\n", m.Cluster, orDash(m.Version), m.Error == "", m.Credentials)
 	}
 	fmt.Fprintln(tw, "\nMULTICLUSTERSERVICE\tSTRATEGY\tSYNCED")
 	for _, s := range r.Services {

@@ -121,8 +121,11 @@ func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
     the admission policy that bounds what it may write, exactly deploy/member's manifests;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
   - on the hub (--hub-context), in the controller's namespace (-n, default mcs-system): the Secret
-    CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token.
-Run it again before the token expires to rotate it: the controller picks the new Secret up.`,
+    CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token, and
+    annotated mcs.coredns-mcs.io/credential-expires with when it expires.
+mcs-controller renews the token before it expires and writes the new one into the Secret. Run join
+again to rotate it at once (after deleting the ServiceAccount to revoke a leaked token, say): the
+controller takes the new Secret up without a restart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
 	}
@@ -168,14 +171,14 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	if err := o.saveSecret(ctx, hub, cluster, kubeconfig, dryRun); err != nil {
+	if err := o.saveSecret(ctx, hub, cluster, kubeconfig, token.Status.ExpirationTimestamp, dryRun); err != nil {
 		return err
 	}
 	if dryRun != nil {
 		fmt.Fprintf(o.streams.Out, "%s would join: the member and the hub accept every write (dry run)\n", cluster)
 		return nil
 	}
-	fmt.Fprintf(o.streams.Out, "%s joined: Secret %s/%s on the hub; its token expires %s (run join again before then to rotate it)\n",
+	fmt.Fprintf(o.streams.Out, "%s joined: Secret %s/%s on the hub; its token expires %s (mcs-controller renews it before then)\n",
 		cluster, o.controllerNamespace(), cluster, token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
 	return nil
 }
@@ -251,8 +254,9 @@ func (o *joinOptions) serverOf(c *clientcmdapi.Cluster) string {
 
 // saveSecret creates or replaces the member Secret on the hub, with the
 // export bound --export-namespaces sets, else the one it has: a rotation
-// never widens what the member may export.
-func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte, dryRun []string) error {
+// never widens what the member may export. The annotation of when the token
+// expires is what the member answered (none in a dry run).
+func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, cluster string, kubeconfig []byte, expires metav1.Time, dryRun []string) error {
 	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -274,8 +278,12 @@ func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, 
 			}
 		}
 	}
+	secret.Annotations = map[string]string{}
 	if bound != nil {
-		secret.Annotations = map[string]string{api.AnnotationExportNamespaces: *bound}
+		secret.Annotations[api.AnnotationExportNamespaces] = *bound
+	}
+	if !expires.IsZero() {
+		secret.Annotations[api.AnnotationCredentialExpires] = expires.UTC().Format(time.RFC3339)
 	}
 	body, err := json.Marshal(secret)
 	if err != nil {

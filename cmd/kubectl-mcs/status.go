@@ -32,6 +32,7 @@ import (
 type statusOptions struct {
 	hubOptions
 	members             []string
+	credentials         map[string]*CredentialReport // by member, from its Secret
 	controllerNamespace string
 	output              string
 }
@@ -95,6 +96,8 @@ type MemberReport struct {
 	DerivedVIPs    []string        `json:"derivedVIPs,omitempty"`
 	Imported       []ImportedSlice `json:"imported,omitempty"`
 	LeaseAges      map[string]int  `json:"leaseAgeSeconds,omitempty"` // by provider
+	// Credentials are those of its hub Secret; none with --members.
+	Credentials *CredentialReport `json:"credentials,omitempty"`
 }
 
 // ImportReport is a member's ServiceImport.
@@ -137,6 +140,7 @@ func (o *statusOptions) collect(ctx context.Context, svc string, visit func(Memb
 	}
 	for _, m := range o.members {
 		mr := r.member(ctx, o.flags, m)
+		mr.Credentials = o.credentials[m]
 		r.Members = append(r.Members, mr)
 		visit(mr)
 	}
@@ -181,6 +185,7 @@ func (o *statusOptions) findMembers(ctx context.Context, cfg *rest.Config) error
 	for _, s := range secrets.Items {
 		o.members = append(o.members, s.Labels[api.LabelCluster])
 	}
+	o.credentials = credentialsOf(secrets.Items)
 	slices.Sort(o.members)
 	return nil
 }
@@ -321,7 +326,7 @@ func (o *statusOptions) encode(v any) error {
 // member's imported slices and the conditions.
 func (r *Report) table(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "MEMBER\tSERVICE\tREADY\tIMPORT\tVIP\tPROVIDERS\tIMPORTED (CURRENT)\tLEASE AGES\n")
+	fmt.Fprintf(tw, "MEMBER\tSERVICE\tREADY\tIMPORT\tVIP\tPROVIDERS\tIMPORTED (CURRENT)\tLEASE AGES\tCREDENTIALS EXPIRE\n")
 	for _, m := range r.Members {
 		if m.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", m.Cluster, "error: "+m.Error)
@@ -337,7 +342,7 @@ func (r *Report) table(w io.Writer) error {
 				current++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%t\t%d\t%s\t%s\t%s\t%d (%d)\t%s\n", m.Cluster, m.Service, m.ReadyEndpoints, imp, vip, providers, len(m.Imported), current, ages(m.LeaseAges))
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%s\t%s\t%s\t%d (%d)\t%s\t%s\n", m.Cluster, m.Service, m.ReadyEndpoints, imp, vip, providers, len(m.Imported), current, ages(m.LeaseAges), m.Credentials)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
+)
+
+// credentialWarning is how close to its expiry a member's credential is a
+// problem: mcs-controller renews tokens 7 days ahead by default, so one
+// this close has failed to for days (the alert MCSMemberCredentialExpiring
+// fires at the same point).
+const credentialWarning = 3 * 24 * time.Hour
+
+// CredentialReport is what the hub's Secret of a member says of the
+// credentials the controller reaches it with.
+type CredentialReport struct {
+	Expires    string `json:"expires,omitempty"`    // RFC 3339; absent when unknown
+	NotRenewed string `json:"notRenewed,omitempty"` // why mcs-controller does not renew them
+}
+
+// credentialsOf reads the member Secrets' credentials, by cluster.
+func credentialsOf(secrets []corev1.Secret) map[string]*CredentialReport {
+	out := map[string]*CredentialReport{}
+	for _, s := range secrets {
+		c := credentials.OfKubeconfig(s.Data[api.KeyKubeconfig], s.Annotations)
+		r := &CredentialReport{}
+		if !c.Expires.IsZero() {
+			r.Expires = c.Expires.UTC().Format(time.RFC3339)
+		}
+		if c.NotRenewed != nil {
+			r.NotRenewed = c.NotRenewed.Error()
+		}
+		out[s.Labels[api.LabelCluster]] = r
+	}
+	return out
+}
+
+// problem says what is wrong with the credentials at now: expired, or so
+// close to it that renewing them has failed; "" when nothing is.
+func (c *CredentialReport) problem(now time.Time) string {
+	if c == nil || c.Expires == "" {
+		return ""
+	}
+	expires, err := time.Parse(time.RFC3339, c.Expires)
+	switch {
+	case err != nil:
+		return ""
+	case !expires.After(now):
+		return fmt.Sprintf("its credentials expired at %s: the controller cannot reach it (docs/troubleshooting.md, \"A member's credentials expire\")", c.Expires)
+	case expires.Sub(now) < credentialWarning:
+		return fmt.Sprintf("its credentials expire at %s, in %s, and have not been renewed (docs/troubleshooting.md, \"A member's credentials expire\")", c.Expires, expires.Sub(now).Round(time.Minute))
+	}
+	return ""
+}
+
+// String is the report in a table's column.
+func (c *CredentialReport) String() string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.NotRenewed != "":
+		return orDash(c.Expires) + " (not renewed)"
+	}
+	return c.Expires
+}
+
+// credentialCheck: the member's credentials are not about to lapse.
+func credentialCheck(mr MemberReport, now time.Time) check {
+	c := check{name: mr.Cluster + ": its credentials on the hub expire " + mr.Credentials.String()}
+	if c.problem = mr.Credentials.problem(now); c.problem != "" {
+		c.fix = "see the controller's log for \"Cannot renew a member's token\", or kubectl mcs join " + mr.Cluster + " --context " + mr.Cluster + " for a new token now"
+	}
+	return c
+}
