@@ -71,10 +71,13 @@ func (r *Registry) rotate(s *corev1.Secret, m *Member) bool {
 	if cur == nil || cur.secret != key(s) || cur.token == nil || m.token == nil || cur.fingerprint != m.fingerprint || !cur.Healthy() {
 		return false
 	}
-	cur.token.set(*m.token.token.Load())
+	token := *m.token.token.Load()
+	if token != *cur.token.token.Load() {
+		klog.InfoS("Member token rotated in place", "cluster", cur.Name, "source", cur.Source, "expires", expiresOrUnknown(m.credential.Expires))
+	}
+	cur.token.set(token)
 	cur.secretRV, cur.credential = s.ResourceVersion, m.credential
 	r.unrefuse(s)
-	klog.InfoS("Member token rotated in place", "cluster", cur.Name, "source", cur.Source, "expires", expiresOrUnknown(cur.credential.Expires))
 	r.registered(cur)
 	return true
 }
