@@ -149,9 +149,9 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 	}
 	<-ctx.Done()
 	r.forgetRefusals()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.members {
+	// Stopped outside mu: a probe that ends reports its change, which
+	// reads the registry, and stop waits for it.
+	for _, m := range r.List() {
 		m.stop()
 	}
 }
