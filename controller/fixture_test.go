@@ -87,6 +87,9 @@ type fixture struct {
 	maxObjects int                 // --member-max-objects
 	maxBytes   int64               // --member-max-mib, in bytes
 	maxExports int                 // --member-max-exports
+	// registration, when set, changes how the members are registered
+	// (rotation_test.go: by Secrets on the hub).
+	registration func(*members.Options)
 }
 
 // option changes a fixture before its controller starts.
@@ -179,11 +182,15 @@ func (f *fixture) start() {
 	for _, name := range memberNames {
 		ms = append(ms, members.New(name, "fake "+name, f.kube[name], f.mcs[name]))
 	}
-	reg, err := members.NewRegistry(members.Options{
+	regOpts := members.Options{
 		Members: ms, ProbeEvery: 10 * time.Millisecond,
 		Ready: f.ready, ExportNamespaces: f.bounds, MaxObjects: f.maxObjects, MaxBytes: f.maxBytes, MaxExports: f.maxExports, Namespaces: f.opts.Namespaces,
 		Selector: f.selector(), Clock: f.opts.Clock,
-	})
+	}
+	if f.registration != nil {
+		f.registration(&regOpts)
+	}
+	reg, err := members.NewRegistry(regOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
