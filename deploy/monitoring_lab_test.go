@@ -4,6 +4,7 @@ package deploy_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestHubAlertsAndPanelsUseControllerMetrics(t *testing.T) {
 	l.InstallCRDs(t)
 	ns := l.Namespace(t, hub)
 	apps := l.Namespace(t, hub, m1, m2)
-	l.Apply(t, hub, refusedSecret(ns))
+	l.Apply(t, hub, refusedSecret(ns), expiringSecret(ns))
 	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"), "--kubeconfig", l.KubeconfigOf(t, hub),
 		"--clusters-kubeconfig", l.MembersKubeconfig(t), "--namespace", ns, "--watch-namespaces", apps,
 		"--leader-elect=true", "--probe-interval", "1s")
@@ -39,7 +40,9 @@ func TestHubAlertsAndPanelsUseControllerMetrics(t *testing.T) {
 	// service's finalizer while a registered member, the refused one
 	// too, cannot be cleaned.
 	t.Cleanup(func() {
-		_ = l.Client(t, hub).CoreV1().Secrets(ns).Delete(context.Background(), "refused", metav1.DeleteOptions{})
+		for _, name := range []string{"refused", "expiring"} {
+			_ = l.Client(t, hub).CoreV1().Secrets(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
 	})
 	l.ClusterIP(t, m2, apps, api.DerivedPrefix+"foo", converge)
 
@@ -65,5 +68,19 @@ func refusedSecret(ns string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns, Labels: map[string]string{api.LabelCluster: "Not_A_Name"}},
 		Data:       map[string][]byte{api.KeyKubeconfig: []byte("{}")},
+	}
+}
+
+// expiringSecret registers, in namespace ns, a member nobody reaches whose
+// token says when it expires, so that the controller exports that expiry;
+// the token is of another account than the controller's, and no renewal is
+// tried.
+func expiringSecret(ns string) *corev1.Secret {
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"system:serviceaccount:other:other","exp":4102444800}`))
+	kubeconfig := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
+		"users: [{name: u, user: {token: a." + claims + ".c}}]\ncontexts: [{name: expiring, context: {cluster: c, user: u}}]\n"
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "expiring", Namespace: ns, Labels: map[string]string{api.LabelCluster: "expiring"}},
+		Data:       map[string][]byte{api.KeyKubeconfig: []byte(kubeconfig)},
 	}
 }
