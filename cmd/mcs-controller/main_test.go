@@ -84,7 +84,8 @@ func TestBadClustersKubeconfigFailsAtStart(t *testing.T) {
 }
 
 // Shard flags that cannot work fail the start with the flag named, before
-// any cluster is contacted.
+// any cluster is contacted; so do renewal flags that would renew a token
+// as soon as it is made.
 func TestBadShardFlagsFailAtStart(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -94,6 +95,8 @@ func TestBadShardFlagsFailAtStart(t *testing.T) {
 		{[]string{"--shards", "65"}, "--shards 65: want 1 to 64"},
 		{[]string{"--max-shards", "-1"}, "--max-shards -1: want 0, or a bound"},
 		{[]string{"--shards", "4", "--max-shards", "2", "--leader-elect=false"}, "--max-shards 2: want 0, or a bound on the shards a replica takes with --leader-elect"},
+		{[]string{"--renew-credentials-before", "720h"}, "--renew-credentials-before 720h0m0s, --credential-duration 720h0m0s: want a renewal point of 0 (never) or more, before a longer duration"},
+		{[]string{"--renew-credentials-before", "-1h"}, "--renew-credentials-before -1h0m0s"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, os.Args[0], append(tt.args, "--kubeconfig", kubeconfigFile(t, "hub", "hub", "https://127.0.0.1:1"), "--http-address", "127.0.0.1:0")...)
