@@ -74,12 +74,7 @@ test-unit: promtool
 	cd test/lab && $(GO) test -race -count=1 ./...
 
 test-fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$fz ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-	  done; \
-	done
+	GO=$(GO) bash test/fuzz.sh $(FUZZTIME)
 
 test-lab: build lab-bins
 	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
