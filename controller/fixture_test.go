@@ -737,13 +737,22 @@ func multiClusterService(name string, strategy api.Strategy, provision, consumpt
 	return m
 }
 
-// importOf, serviceOf, sliceOf and mcsOf read an object back from a fake.
+// importOf, exportOf, serviceOf, sliceOf and mcsOf read an object back
+// from a fake.
 func (f *fixture) importOf(cluster, name string) *mcsv1b1.ServiceImport {
 	f.t.Helper()
 	if f.alpha[cluster] {
 		return mcsapi.ImportToBeta(get(f.t, f.mcs[cluster].MulticlusterV1alpha1().ServiceImports(ns), cluster, name))
 	}
 	return get(f.t, f.mcs[cluster].MulticlusterV1beta1().ServiceImports(ns), cluster, name)
+}
+
+func (f *fixture) exportOf(cluster, name string) *mcsv1b1.ServiceExport {
+	f.t.Helper()
+	if f.alpha[cluster] {
+		return mcsapi.ExportToBeta(get(f.t, f.mcs[cluster].MulticlusterV1alpha1().ServiceExports(ns), cluster, name))
+	}
+	return get(f.t, f.mcs[cluster].MulticlusterV1beta1().ServiceExports(ns), cluster, name)
 }
 
 func (f *fixture) serviceOf(cluster, name string) *corev1.Service {

@@ -191,10 +191,7 @@ func TestMembersToldTheirOwnFacts(t *testing.T) {
 	if applied == nil || !strings.Contains(applied.Message, "10.9.9.9") || strings.ContainsRune(applied.Message, '\x1b') {
 		t.Errorf("the hub's EndpointSliceApplied: %+v, want the cause, printable", applied)
 	}
-	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := f.exportOf(m1, "foo")
 	ready := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionReady))
 	if ready == nil || ready.Status != metav1.ConditionFalse || strings.Contains(ready.Message, "10.9.9.9") || strings.Contains(ready.Message, m2) {
 		t.Errorf("member1's Ready: %+v, want False naming neither member2 nor its error", ready)

@@ -24,11 +24,7 @@ func TestExportsFromHubNamespacesOnly(t *testing.T) {
 	}, withOptions(Options{HubNamespacesOnly: true}), withBounds(map[string][]string{m3: {ns}}))
 	f.sync("demo/foo")
 	valid := func(cluster string) *metav1.Condition {
-		exp, err := f.mcs[cluster].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionValid))
+		return meta.FindStatusCondition(f.exportOf(cluster, "foo").Status.Conditions, string(mcsv1b1.ServiceExportConditionValid))
 	}
 	if c := valid(m1); c.Reason != "NamespaceNotAllowed" || !strings.Contains(c.Message, "the hub has no namespace demo") {
 		t.Errorf("member1's Valid %+v, want NamespaceNotAllowed: the hub has no namespace demo", c)

@@ -29,10 +29,7 @@ func TestTooManyExports(t *testing.T) {
 		t.Fatal("the oldest export, within the bound, is not imported")
 	}
 	expect(t, "the newest export", f.sync("demo/bar"), writes{m1: {"update serviceexports/status demo/bar"}})
-	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "bar", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := f.exportOf(m1, "bar")
 	if c := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionValid)); c == nil || c.Reason != "TooManyExports" || !strings.Contains(c.Message, "--member-max-exports") {
 		t.Errorf("bar's Valid condition %+v, want False TooManyExports naming the flag", c)
 	}
@@ -41,7 +38,7 @@ func TestTooManyExports(t *testing.T) {
 	}
 	f.change(m1, export("foo", t0), "delete")
 	// The informer's handlers run after its cache has the deletion.
-	err = wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return queued(f.c, "demo/bar"), nil
 	})
 	if err != nil {

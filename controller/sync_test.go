@@ -187,10 +187,7 @@ func TestServiceExportFlow(t *testing.T) {
 	if imp := f.importOf(m3, "serve"); imp.Labels[api.LabelManagedBy] != "" || imp.UID != "user-import" {
 		t.Errorf("the user's ServiceImport became the controller's: %+v", imp.ObjectMeta)
 	}
-	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "serve", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := f.exportOf(m1, "serve")
 	want := map[string]string{"Valid": "True/Valid", "Ready": "True/Exported", "Conflict": "False/NoConflicts"}
 	if got := conds(exp.Status.Conditions); !cmp.Equal(got, want) {
 		t.Errorf("ServiceExport conditions %v, want %v", got, want)
@@ -444,18 +441,12 @@ func TestPortConflict(t *testing.T) {
 		m3: {ns1()},
 	})
 	f.sync("demo/foo")
-	exp, err := f.mcs[m2].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := f.exportOf(m2, "foo")
 	if c := meta.FindStatusCondition(exp.Status.Conditions, "Conflict"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" {
 		t.Errorf("member2's Conflict condition %+v, want True PortConflict", c)
 	}
 	// The oldest, whose definition is used, says so too (KEP-1645).
-	exp, err = f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), "foo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp = f.exportOf(m1, "foo")
 	if c := meta.FindStatusCondition(exp.Status.Conditions, "Conflict"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" || !strings.Contains(c.Message, "member2's") {
 		t.Errorf("member1's Conflict condition %+v, want True PortConflict naming member2", c)
 	}
@@ -613,10 +604,7 @@ func TestNameTooLongToExport(t *testing.T) {
 		m2: {ns1()},
 	})
 	expect(t, "sync", f.sync("demo/"+long), writes{m1: {"update serviceexports/status demo/" + long}})
-	exp, err := f.mcs[m1].MulticlusterV1beta1().ServiceExports(ns).Get(t.Context(), long, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := f.exportOf(m1, long)
 	c := meta.FindStatusCondition(exp.Status.Conditions, "Valid")
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "InvalidServiceName" || !strings.Contains(c.Message, "at most 55 characters") {
 		t.Errorf("Valid = %+v, want False InvalidServiceName saying at most 55 characters", c)
