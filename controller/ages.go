@@ -53,11 +53,20 @@ func (c *Controller) watchAges() {
 		if !ok {
 			return
 		}
-		namespace, name, ok := strings.Cut(strings.TrimPrefix(o.GetName(), agesPrefix), ".")
+		namespace, name, ok := agesService(o.GetName())
 		if ok && !c.track.delivered(c.agesKey(namespace, name), o, gone) {
 			c.enqueue(namespace, name)
 		}
 	}))
+}
+
+// agesService is the service an ages ConfigMap's name is of.
+func agesService(configMap string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(configMap, agesPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ".")
 }
 
 func (c *Controller) agesKey(namespace, name string) trackKey {
@@ -181,7 +190,8 @@ func (c *Controller) writeAges(verb string, cm *corev1.ConfigMap, write func() (
 		return fmt.Errorf("%s ConfigMap %s, the ages of the service's exports: %w", verb, key(cm), err)
 	}
 	k := trackKey{cluster: "hub", kind: "ConfigMap", namespace: cm.Namespace, name: cm.Name}
-	service := strings.Replace(strings.TrimPrefix(cm.Name, agesPrefix), ".", "/", 1)
+	namespace, name, _ := agesService(cm.Name)
+	service := namespace + "/" + name
 	if got == nil {
 		c.track.deleted(k, cm.UID)
 	} else {
