@@ -252,7 +252,14 @@ func TestFailedRenewalRetriedWithBackOff(t *testing.T) {
 func TestTokenRotatedInPlace(t *testing.T) {
 	f := newRenewFixture(t, true, RenewOptions{Before: 7 * day, Duration: 30 * day})
 	m := registeredBy(t, f.reg, "member1", "secret mcs-system/member1")
-	eventually(t, func() error { return m.Err() })
+	// Its registration, first probe and synced informers are each news,
+	// the last reported a moment after Err turns nil: wait for all three.
+	eventually(t, func() error {
+		if n := f.changes.Load(); n < 3 {
+			return fmt.Errorf("%d changes reported since the member's registration, want 3", n)
+		}
+		return m.Err()
+	})
 	caches, changes := m.current(), f.changes.Load()
 
 	newToken := jwt(t0.Add(40 * day))
