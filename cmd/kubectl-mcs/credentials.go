@@ -70,10 +70,10 @@ func (c *CredentialReport) String() string {
 }
 
 // credentialCheck: the member's credentials are not about to lapse.
-func credentialCheck(mr MemberReport, now time.Time) check {
-	c := check{name: mr.Cluster + ": its credentials on the hub expire " + mr.Credentials.String()}
-	if c.problem = mr.Credentials.problem(now); c.problem != "" {
-		c.fix = "see the controller's log for \"Cannot renew a member's token\", or kubectl mcs join " + mr.Cluster + " --context " + mr.Cluster + " for a new token now"
+func credentialCheck(m *memberState, contextHint string, now time.Time) Check {
+	name := "its credentials on the hub expire " + m.credentials.String()
+	if p := m.credentials.problem(now); p != "" {
+		return fail(linkMember, m.cluster, name, p, "see the controller's log for \"Cannot renew a member's token\", or kubectl mcs join "+m.cluster+" "+contextHint+" for a new token now")
 	}
-	return c
+	return pass(linkMember, m.cluster, name)
 }

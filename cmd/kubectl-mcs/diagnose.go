@@ -2,27 +2,27 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/spf13/cobra"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
+	mcsclientset "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/deploy/member"
 )
 
@@ -34,101 +34,270 @@ type diagnoseOptions struct {
 func newDiagnose(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &diagnoseOptions{statusOptions: statusOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
 	cmd := &cobra.Command{
-		Use:   "diagnose SERVICE [-n NAMESPACE] [--hub-context HUB] [--members A,B] [--dns MEMBER=HOST:PORT]",
-		Short: "Check what a multi-cluster service needs, member by member, and say how to fix what fails",
-		Long: `diagnose runs checks for SERVICE (in -n's namespace), each with a verdict and, when it fails, a fix:
-every member is reachable; its CoreDNS Corefile's mcs "cluster" is the name it is registered under;
-it serves the MCS API's ServiceImport and ServiceExport; the controller's ServiceAccount may do there
-what it must (a SubjectAccessReview per permission of deploy/member); every imported slice is
-current with its source; every provider's Lease is fresh; and, for each --dns given, that
-member's coredns-mcs answers the service's names. It exits 1 when a check fails.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+		Use:   "diagnose SERVICE [-n NAMESPACE] [--hub-context HUB] [--members A,B] [--member-context CLUSTER=CONTEXT] [--dns MEMBER=HOST:PORT] [-o json]",
+		Short: "Walk the path a multi-cluster service's name takes, and name the first broken link with its fix",
+		Long: `diagnose walks the path of SERVICE (in -n's namespace) link by link, each check with a verdict
+(ok, fail, or unknown when it cannot tell) and, when it fails, a fix:
+  hub      the MultiClusterService's conditions, True at its generation;
+  member   each member reachable (through the context of its name or --member-context), its
+           credentials on the hub not about to lapse, the MCS API served, and the controller's
+           RBAC there (a SubjectAccessReview per permission of deploy/member);
+  export   someone provides the service; each provider's ServiceExport Valid, without Conflict;
+  import   each consumer's ServiceImport, with the MultiClusterService's strategy annotation;
+  derived  derived-<svc> holding the import's VIPs;
+  slices   every source slice imported, current with its generation, none left over;
+  lease    each provider's Lease source-<provider> in each consumer, fresh;
+  coredns  each consumer's CoreDNS: the coredns-mcs image, the mcs stanza for its cluster name, its
+           ServiceAccount's RBAC, ready and synced (its /ready and /metrics read through the API
+           server's pods/proxy; unknown when you may not);
+  dns      for each --dns MEMBER=HOST:PORT, the answer coredns-mcs gives each of the service's names
+           against the one it should give by the strategy, the Corefile's answer mode and the
+           imported slices.
+The first failed check is the first broken link. It exits 0 when every check passes, 1 when one
+failed, and 2 when it could not run (bad flags, the hub unreachable). -o json prints
+{"namespace", "service", "checks": [{"link", "cluster", "check", "verdict", "problem", "fix"}],
+"failed", "unknown", "firstBroken"}.`,
+		Args: func(cmd *cobra.Command, args []string) error { return couldNotRun(cobra.ExactArgs(1)(cmd, args)) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.output != "" && o.output != "json" {
+				return couldNotRun(fmt.Errorf("-o %s: json, or a list without it", o.output))
+			}
+			return o.run(cmd.Context(), args[0])
+		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotRun(err) })
 	o.addFlags(cmd)
+	o.addMemberContexts(cmd)
 	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
-	cmd.Flags().StringVar(&o.controllerNamespace, "controller-namespace", memberNamespace, "the controller's namespace on the hub, of the member Secrets")
 	cmd.Flags().StringToStringVar(&o.dnsServers, "dns", nil, "MEMBER=HOST:PORT of a member's coredns-mcs to ask, where this machine reaches it")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "json; a list without it")
 	return cmd
 }
 
-// check is one verdict.
-type check struct {
-	name, problem, fix string // problem "" is a pass
+// couldNotRun makes err exit 2: diagnose found nothing, it could not look.
+func couldNotRun(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: 2, err: err}
 }
 
 // errChecksFailed makes the command exit 1 after the verdicts are printed.
 var errChecksFailed = errors.New("checks failed")
 
-func (o *diagnoseOptions) run(ctx context.Context, svc string) error {
-	var checks []check
-	r, err := o.collect(ctx, svc, func(mr MemberReport) { checks = append(checks, o.memberChecks(ctx, mr)...) })
-	if err != nil {
-		return err
-	}
-	checks = append(checks, freshness(r)...)
-	checks = append(checks, o.dnsChecks(ctx, r)...)
-	return report(o.streams.Out, checks)
+// Diagnosis is what diagnose found, as -o json prints it.
+type Diagnosis struct {
+	Namespace   string  `json:"namespace"`
+	Service     string  `json:"service"`
+	Checks      []Check `json:"checks"`
+	Failed      int     `json:"failed"`
+	Unknown     int     `json:"unknown"`
+	FirstBroken *Check  `json:"firstBroken,omitempty"` // the first failed check on the path
 }
 
-// memberChecks are the checks of one member's setup.
-func (o *diagnoseOptions) memberChecks(ctx context.Context, mr MemberReport) []check {
-	reach := check{name: mr.Cluster + ": reachable"}
-	if mr.Error != "" {
-		reach.problem, reach.fix = mr.Error, "give your kubeconfig a context named "+mr.Cluster+" that reaches the member"
-		return []check{reach}
-	}
-	c := genericclioptions.NewConfigFlags(false)
-	c.KubeConfig, c.Context = o.flags.KubeConfig, &mr.Cluster
-	cfg, err := c.ToRESTConfig()
+func (o *diagnoseOptions) run(ctx context.Context, svc string) error {
+	w, err := o.read(ctx, svc)
 	if err != nil {
-		return []check{{name: reach.name, problem: err.Error()}}
+		return couldNotRun(err)
 	}
+	d := o.diagnose(ctx, w, time.Now())
+	if err := o.print(d); err != nil {
+		return couldNotRun(err)
+	}
+	if d.Failed > 0 {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// read gathers the world: the hub's MultiClusterService and member
+// Secrets, then every member.
+func (o *diagnoseOptions) read(ctx context.Context, svc string) (*world, error) {
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	w := &world{namespace: ns, service: svc}
+	cfg, err := o.hubConfig()
+	if err != nil {
+		return nil, err
+	}
+	hub, err := mcsclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := hub.McsV1alpha1().MultiClusterServices(ns).Get(ctx, svc, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil && !notServed(err):
+		return nil, fmt.Errorf("the hub: %w", err)
+	case err == nil:
+		w.mcsvc = m
+	}
+	if err := o.findMembers(ctx, cfg); err != nil {
+		return nil, err
+	}
+	for _, cluster := range o.members {
+		ms := o.readMember(ctx, cluster, ns, svc)
+		ms.credentials = o.credentials[cluster]
+		w.members = append(w.members, ms)
+	}
+	return w, nil
+}
+
+// readMember reads cluster through its context; a member that cannot be
+// reached is a state with its error, for reachCheck.
+func (o *diagnoseOptions) readMember(ctx context.Context, cluster, ns, svc string) *memberState {
+	cfg, err := o.memberConfig(cluster)
+	if err != nil {
+		return &memberState{cluster: cluster, err: err}
+	}
+	cfg.Timeout = 15 * time.Second // a member that hangs must not hang the diagnosis
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return []check{{name: reach.name, problem: err.Error()}}
+		return &memberState{cluster: cluster, err: err}
 	}
-	checks := []check{reach, corefileCheck(ctx, kube, mr.Cluster), crdCheck(ctx, kube, mr.Cluster), rbacCheck(ctx, kube, mr.Cluster)}
-	if mr.Credentials != nil {
-		checks = append(checks, credentialCheck(mr, time.Now()))
+	mcs, err := mcsclient.NewForConfig(cfg)
+	if err != nil {
+		return &memberState{cluster: cluster, err: err}
+	}
+	return readMember(ctx, cluster, ns, svc, kube, mcs)
+}
+
+// diagnose runs every check in the path's order.
+func (o *diagnoseOptions) diagnose(ctx context.Context, w *world, now time.Time) *Diagnosis {
+	checks := hubCheck(w)
+	for _, m := range w.members {
+		checks = append(checks, o.memberChecks(ctx, m, now)...)
+	}
+	checks = append(checks, exportChecks(w)...)
+	for _, c := range w.consumers() {
+		checks = append(checks, o.consumerChecks(ctx, w, c, now)...)
+	}
+	sortByLink(checks)
+	return summarize(w, checks)
+}
+
+// memberChecks are one member's access: reachable, credentials, the MCS
+// API, the controller's RBAC.
+func (o *diagnoseOptions) memberChecks(ctx context.Context, m *memberState, now time.Time) []Check {
+	reach := o.reachCheck(m)
+	if m.err != nil {
+		return []Check{reach}
+	}
+	checks := []Check{reach}
+	if m.credentials != nil {
+		checks = append(checks, credentialCheck(m, o.contextHint(m.cluster), now))
+	}
+	return append(checks, crdCheck(m), rbacCheck(ctx, m, o.contextHint(m.cluster)))
+}
+
+// consumerChecks are what one consumer needs for the name to resolve, in
+// the path's order.
+func (o *diagnoseOptions) consumerChecks(ctx context.Context, w *world, cluster string, now time.Time) []Check {
+	m := w.member(cluster)
+	switch {
+	case m == nil:
+		return []Check{fail(linkMember, cluster, "registered", "the MultiClusterService names it, but it is not among the members (the hub's Secrets, or --members)", "kubectl mcs join "+cluster+" "+o.contextHint(cluster))}
+	case m.err != nil:
+		return nil // its reachability check says so
+	}
+	imp := importCheck(w, m)
+	checks := []Check{imp}
+	if m.imp != nil {
+		checks = append(checks, derivedCheck(w, m))
+		checks = append(checks, sliceChecks(w, m)...)
+		checks = append(checks, leaseChecks(w, m, now)...)
+	}
+	checks = append(checks, imageCheck(m), corefileCheck(m), corednsRBACCheck(ctx, m))
+	checks = append(checks, readyChecks(ctx, m)...)
+	if server, ok := o.dnsServers[cluster]; ok {
+		checks = append(checks, dnsChecks(ctx, w, m, server, now)...)
 	}
 	return checks
 }
 
-// corefileRE finds the mcs stanza's cluster option.
-var corefileRE = regexp.MustCompile(`(?m)^\s*cluster\s+(\S+)\s*$`)
+// linkOrder is the path's order of the links.
+var linkOrder = []string{linkHub, linkMember, linkExport, linkImport, linkDerived, linkSlices, linkLease, linkCoreDNS, linkDNS}
 
-// corefileCheck: CoreDNS's Corefile runs mcs under the member's name.
-func corefileCheck(ctx context.Context, kube kubernetes.Interface, cluster string) check {
-	c := check{name: cluster + ": CoreDNS's Corefile names it " + cluster}
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-	if err != nil {
-		c.problem, c.fix = "ConfigMap kube-system/coredns: "+err.Error(), "install coredns-mcs with deploy/overlays/<member> (docs/install.md)"
-		return c
+// sortByLink puts the checks in the path's order, each link's by cluster,
+// keeping the order of each cluster's checks within a link.
+func sortByLink(checks []Check) {
+	slices.SortStableFunc(checks, func(a, b Check) int {
+		if d := slices.Index(linkOrder, a.Link) - slices.Index(linkOrder, b.Link); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Cluster, b.Cluster)
+	})
+}
+
+func summarize(w *world, checks []Check) *Diagnosis {
+	d := &Diagnosis{Namespace: w.namespace, Service: w.service, Checks: checks}
+	for i, c := range checks {
+		switch c.Verdict {
+		case verdictFail:
+			d.Failed++
+			if d.FirstBroken == nil {
+				d.FirstBroken = &checks[i]
+			}
+		case verdictUnknown:
+			d.Unknown++
+		}
 	}
-	corefile := cm.Data["Corefile"]
-	m := corefileRE.FindStringSubmatch(corefile)
-	switch {
-	case !strings.Contains(corefile, "mcs "):
-		c.problem, c.fix = "the Corefile has no mcs stanza", "apply deploy/overlays/"+cluster+" (its Corefile is corefile/Corefile with cluster "+cluster+")"
-	case m == nil:
-		c.problem, c.fix = "the mcs stanza has no cluster option (the ClusterProperty then names the cluster)", "set `cluster "+cluster+"` in the mcs stanza"
-	case m[1] != cluster:
-		c.problem, c.fix = fmt.Sprintf("the mcs stanza says cluster %s", m[1]), "set `cluster "+cluster+"` in the mcs stanza: it must be the name the member is registered under, or its own imported endpoints count as remote"
+	return d
+}
+
+func (o *diagnoseOptions) print(d *Diagnosis) error {
+	if o.output == "json" {
+		b, err := json.MarshalIndent(d, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = o.streams.Out.Write(append(b, '\n'))
+		return err
 	}
-	return c
+	return d.list(o.streams.Out)
+}
+
+// list prints each verdict, failures with their fix, then the first
+// broken link.
+func (d *Diagnosis) list(w io.Writer) error {
+	for _, c := range d.Checks {
+		where := c.Link
+		if c.Cluster != "" {
+			where += " " + c.Cluster
+		}
+		switch c.Verdict {
+		case verdictOK:
+			fmt.Fprintf(w, "ok    %s: %s\n", where, c.Name)
+			continue
+		case verdictFail:
+			fmt.Fprintf(w, "FAIL  %s: %s: %s\n", where, c.Name, c.Problem)
+		default:
+			fmt.Fprintf(w, "?     %s: %s: cannot tell: %s\n", where, c.Name, c.Problem)
+		}
+		if c.Fix != "" {
+			fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+		}
+	}
+	fmt.Fprintf(w, "%d checks, %d failed, %d unknown\n", len(d.Checks), d.Failed, d.Unknown)
+	if c := d.FirstBroken; c != nil {
+		_, err := fmt.Fprintf(w, "first broken link: %s: %s: %s\n  fix: %s\n", strings.TrimSpace(c.Link+" "+c.Cluster), c.Name, c.Problem, c.Fix)
+		return err
+	}
+	return nil
 }
 
 // crdCheck: the member serves the MCS API.
-func crdCheck(ctx context.Context, kube kubernetes.Interface, cluster string) check {
-	c := check{name: cluster + ": serves ServiceImport and ServiceExport (multicluster.x-k8s.io)"}
+func crdCheck(m *memberState) Check {
+	name := "serves ServiceImport and ServiceExport (multicluster.x-k8s.io)"
 	var served []string
 	for _, v := range []string{"v1beta1", "v1alpha1"} {
-		res, err := kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v)
+		res, err := m.kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v)
 		if err != nil {
 			continue
 		}
-		names := []string{}
+		var names []string
 		for _, r := range res.APIResources {
 			names = append(names, r.Name)
 		}
@@ -137,133 +306,35 @@ func crdCheck(ctx context.Context, kube kubernetes.Interface, cluster string) ch
 		}
 	}
 	if len(served) == 0 {
-		c.problem, c.fix = "no version of the MCS API is served", "apply deploy/mcs-api to the member"
-	} else {
-		c.name += " " + strings.Join(served, ", ")
+		return fail(linkMember, m.cluster, name, "no version of the MCS API is served", "apply deploy/mcs-api to the member")
 	}
-	return c
+	return pass(linkMember, m.cluster, name+" "+strings.Join(served, ", "))
 }
 
 // rbacCheck: the controller's ServiceAccount may do what deploy/member
 // grants it, each permission asked of the API server.
-func rbacCheck(ctx context.Context, kube kubernetes.Interface, cluster string) check {
-	c := check{name: cluster + ": the controller's ServiceAccount has deploy/member's permissions"}
+func rbacCheck(ctx context.Context, m *memberState, contextHint string) Check {
+	name := "the controller's ServiceAccount has deploy/member's permissions"
 	objs, err := decode(member.ControllerRBAC)
 	if err != nil {
-		c.problem = err.Error()
-		return c
+		return unknown(linkMember, m.cluster, name, err.Error(), "")
 	}
-	user := "system:serviceaccount:" + memberNamespace + ":" + serviceAccount
-	var denied []string
+	var attrs []authorizationv1.ResourceAttributes
 	for _, u := range objs {
-		attrs, err := permissions(u)
+		a, err := permissions(u)
 		if err != nil {
-			c.problem = err.Error()
-			return c
+			return unknown(linkMember, m.cluster, name, err.Error(), "")
 		}
-		for _, attr := range attrs {
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attr}}
-			got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-			if err != nil {
-				c.problem = "SubjectAccessReview: " + err.Error()
-				return c
-			}
-			if !got.Status.Allowed {
-				denied = append(denied, strings.TrimSuffix(fmt.Sprintf("%s %s/%s/%s", attr.Verb, attr.Group, attr.Resource, attr.Subresource), "/"))
-			}
-		}
+		attrs = append(attrs, a...)
+	}
+	denied, err := deniedOf(ctx, m.kube, "system:serviceaccount:"+memberNamespace+":"+serviceAccount, attrs)
+	if err != nil {
+		return unknown(linkMember, m.cluster, name, "SubjectAccessReview: "+err.Error(), "")
 	}
 	if len(denied) > 0 {
-		c.problem, c.fix = "denied: "+strings.Join(denied, ", "), "kubectl mcs join "+cluster+" --context "+cluster+" (it applies deploy/member's RBAC)"
+		return fail(linkMember, m.cluster, name, "denied: "+strings.Join(denied, ", "), "kubectl mcs join "+m.cluster+" "+contextHint+" (it applies deploy/member's RBAC)")
 	}
-	return c
-}
-
-// freshness: imported slices current, providers' Leases fresh.
-func freshness(r *Report) []check {
-	var out []check
-	for _, m := range r.Members {
-		for _, s := range m.Imported {
-			c := check{name: fmt.Sprintf("%s: imported slice %s is current with %s", m.Cluster, s.Name, s.Source)}
-			if !s.Current {
-				c.problem, c.fix = "its source-generation is not its source slice's", "look at mcs-controller's log and mcs_member_reachable{cluster=\""+s.Source+"\"}; a slice whose source is gone is removed at the next sync"
-			}
-			out = append(out, c)
-		}
-		for p, age := range m.LeaseAges {
-			c := check{name: fmt.Sprintf("%s: Lease source-%s is fresh", m.Cluster, p)}
-			if age > staleAfter {
-				c.problem, c.fix = fmt.Sprintf("renewed %d s ago", age), "the controller cannot see "+p+": check mcs_member_reachable and its log (docs/troubleshooting.md, stale endpoints)"
-			}
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// staleAfter is the controller's default source Lease duration, in seconds.
-const staleAfter = 20
-
-// dnsChecks ask each --dns server for the service's names.
-func (o *diagnoseOptions) dnsChecks(ctx context.Context, r *Report) []check {
-	var out []check
-	for _, cluster := range slices.Sorted(maps.Keys(o.dnsServers)) {
-		for _, zone := range []string{"cluster.local.", "clusterset.local."} {
-			name := fmt.Sprintf("%s.%s.svc.%s", r.Service, r.Namespace, zone)
-			c := check{name: fmt.Sprintf("%s: coredns-mcs answers %s", cluster, name)}
-			answers, err := ask(ctx, o.dnsServers[cluster], name)
-			switch {
-			case err != nil:
-				c.problem, c.fix = err.Error(), "kubectl -n kube-system logs deploy/coredns | grep plugin/mcs (docs/troubleshooting.md)"
-			default:
-				c.name += ": " + strings.Join(answers, ", ")
-			}
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func ask(ctx context.Context, server, name string) ([]string, error) {
-	if _, _, err := net.SplitHostPort(server); err != nil {
-		return nil, err
-	}
-	c := &dns.Client{Timeout: 2 * time.Second}
-	resp, _, err := c.ExchangeContext(ctx, new(dns.Msg).SetQuestion(name, dns.TypeA), server)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Rcode != dns.RcodeSuccess || len(resp.Answer) == 0 {
-		return nil, fmt.Errorf("%s, %d answers", dns.RcodeToString[resp.Rcode], len(resp.Answer))
-	}
-	var out []string
-	for _, rr := range resp.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			out = append(out, a.A.String())
-		}
-	}
-	return out, nil
-}
-
-// report prints each verdict, failures with their fix, and fails when one did.
-func report(w io.Writer, checks []check) error {
-	failed := 0
-	for _, c := range checks {
-		if c.problem == "" {
-			fmt.Fprintf(w, "ok    %s\n", c.name)
-			continue
-		}
-		failed++
-		fmt.Fprintf(w, "FAIL  %s: %s\n", c.name, c.problem)
-		if c.fix != "" {
-			fmt.Fprintf(w, "      fix: %s\n", c.fix)
-		}
-	}
-	fmt.Fprintf(w, "%d checks, %d failed\n", len(checks), failed)
-	if failed > 0 {
-		return errChecksFailed
-	}
-	return nil
+	return pass(linkMember, m.cluster, name)
 }
 
 // permissions are what a Role or ClusterRole grants, one resource

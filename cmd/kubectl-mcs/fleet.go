@@ -48,7 +48,7 @@ func (o *statusOptions) fleet(ctx context.Context) error {
 		return err
 	}
 	for _, m := range o.members {
-		fm := fleetMember(o.flags, m)
+		fm := fleetMember(&o.hubOptions, m)
 		fm.Credentials = o.credentials[m]
 		for _, p := range []string{fm.Error, fm.Credentials.problem(time.Now())} {
 			if p != "" {
@@ -119,10 +119,11 @@ func fleetService(m *v1alpha1.MultiClusterService) FleetService {
 	return s
 }
 
-// fleetMember asks member, through the context of its name, for its version.
-func fleetMember(flags *genericclioptions.ConfigFlags, cluster string) FleetMember {
+// fleetMember asks member, through its context, for its version.
+func fleetMember(o *hubOptions, cluster string) FleetMember {
 	c := genericclioptions.NewConfigFlags(false)
-	c.KubeConfig, c.Context = flags.KubeConfig, &cluster
+	kctx := o.contextOf(cluster)
+	c.KubeConfig, c.Context = o.flags.KubeConfig, &kctx
 	out := FleetMember{Cluster: cluster}
 	dc, err := c.ToDiscoveryClient()
 	if err == nil {

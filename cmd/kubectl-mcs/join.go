@@ -41,15 +41,31 @@ const (
 	serviceAccount  = "mcs-controller"
 )
 
-// hubOptions are the flags the subcommands share.
+// hubOptions are the flags the subcommands share. -n (kubectl's
+// --namespace) is the service's namespace wherever it means anything
+// (status, diagnose); the controller's namespace on the hub is always
+// --controller-namespace.
 type hubOptions struct {
-	flags      *genericclioptions.ConfigFlags
-	streams    genericiooptions.IOStreams
-	hubContext string
+	flags               *genericclioptions.ConfigFlags
+	streams             genericiooptions.IOStreams
+	hubContext          string
+	controllerNamespace string
+	memberContexts      map[string]string // --member-context, by cluster
 }
 
 func (o *hubOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.hubContext, "hub-context", "", "kubeconfig context of the hub, where mcs-controller runs (default: the current context)")
+	cmd.Flags().StringVar(&o.controllerNamespace, "controller-namespace", memberNamespace, "the controller's namespace on the hub, where the member Secrets are")
+}
+
+// noNamespace refuses -n in a subcommand that has no service: -n was the
+// controller's namespace there once, and silently ignoring it would write
+// the member Secret where the user did not mean.
+func noNamespace(cmd *cobra.Command) error {
+	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
+		return fmt.Errorf("-n is the service's namespace in every kubectl mcs command, and %s has no service: give the controller's namespace on the hub as --controller-namespace", cmd.Name())
+	}
+	return nil
 }
 
 // writeOptions are those of the subcommands that write.
@@ -72,14 +88,6 @@ func (o *writeOptions) dryRunAll() ([]string, error) {
 		return []string{metav1.DryRunAll}, nil
 	}
 	return nil, fmt.Errorf("--dry-run=%s: none or server", o.dryRun)
-}
-
-// controllerNamespace is -n: the controller's namespace on the hub.
-func (o *hubOptions) controllerNamespace() string {
-	if ns := ptr.Deref(o.flags.Namespace, ""); ns != "" {
-		return ns
-	}
-	return memberNamespace
 }
 
 // hubConfig reaches the hub, from the same kubeconfig.
@@ -114,22 +122,29 @@ type joinOptions struct {
 func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &joinOptions{writeOptions: writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
 	cmd := &cobra.Command{
-		Use:   "join CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
+		Use:   "join CLUSTER --context MEMBER|--member-context CLUSTER=MEMBER [--hub-context HUB] [--controller-namespace NAMESPACE]",
 		Short: "Register a member cluster with mcs-controller, or renew its token",
 		Long: `join makes member cluster CLUSTER known to mcs-controller:
   - in the member (--context): namespace mcs-system, the ServiceAccount mcs-controller, its RBAC and
     the admission policy that bounds what it may write, exactly deploy/member's manifests;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
-  - on the hub (--hub-context), in the controller's namespace (-n, default mcs-system): the Secret
+  - on the hub (--hub-context), in the controller's namespace (--controller-namespace, default
+    mcs-system): the Secret
     CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token, and
     annotated mcs.coredns-mcs.io/credential-expires with when it expires.
 mcs-controller renews the token before it expires and writes the new one into the Secret. Run join
 again to rotate it at once (after deleting the ServiceAccount to revoke a leaked token, say): the
 controller takes the new Secret up without a restart.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := noNamespace(cmd); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), args[0])
+		},
 	}
 	o.addFlags(cmd)
+	o.addMemberContexts(cmd)
 	cmd.Flags().DurationVar(&o.duration, "duration", 30*24*time.Hour, "how long the token is valid")
 	cmd.Flags().Func("export-namespaces", "NAMESPACE[,NAMESPACE...]: the only namespaces the member may export from (the Secret's annotation "+api.AnnotationExportNamespaces+"; \"\" for none); without it, a bound the Secret has is kept", func(v string) error {
 		if _, err := api.ParseNamespaces(v); err != nil {
@@ -143,6 +158,9 @@ controller takes the new Secret up without a restart.`,
 }
 
 func (o *joinOptions) run(ctx context.Context, cluster string) error {
+	if err := o.memberContext(cluster); err != nil {
+		return err
+	}
 	if err := o.validate(cluster); err != nil {
 		return err
 	}
@@ -179,7 +197,7 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 		return nil
 	}
 	fmt.Fprintf(o.streams.Out, "%s joined: Secret %s/%s on the hub; its token expires %s (mcs-controller renews it before then)\n",
-		cluster, o.controllerNamespace(), cluster, token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
+		cluster, o.controllerNamespace, cluster, token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -202,9 +220,25 @@ func (o *joinOptions) token(ctx context.Context, m *memberClients, dryRun []stri
 	return token, nil
 }
 
+// memberContext makes --member-context's mapping of cluster the member's
+// --context, so that one set of flags reaches the same member in join,
+// status and diagnose.
+func (o *joinOptions) memberContext(cluster string) error {
+	mapped, ok := o.memberContexts[cluster]
+	given := ptr.Deref(o.flags.Context, "")
+	switch {
+	case !ok:
+	case given == "":
+		o.flags.Context = &mapped
+	case given != mapped:
+		return fmt.Errorf("--context %s and --member-context %s=%s name two contexts for the member", given, cluster, mapped)
+	}
+	return nil
+}
+
 func (o *joinOptions) validate(cluster string) error {
 	if ptr.Deref(o.flags.Context, "") == "" {
-		return errors.New("--context names the member's kubeconfig context")
+		return errors.New("--context (or --member-context CLUSTER=CONTEXT) names the member's kubeconfig context")
 	}
 	if o.duration < 10*time.Minute {
 		return fmt.Errorf("--duration %s: at least 10m (the API server refuses shorter tokens)", o.duration)
@@ -260,7 +294,7 @@ func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, 
 	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: cluster, Namespace: o.controllerNamespace(),
+			Name: cluster, Namespace: o.controllerNamespace,
 			Labels: map[string]string{api.LabelCluster: cluster},
 		},
 		Data: map[string][]byte{api.KeyKubeconfig: kubeconfig},
@@ -302,13 +336,18 @@ type unjoinOptions struct{ writeOptions }
 func newUnjoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &unjoinOptions{writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
 	cmd := &cobra.Command{
-		Use:   "unjoin CLUSTER --context MEMBER [--hub-context HUB] [-n NAMESPACE]",
+		Use:   "unjoin CLUSTER --context MEMBER [--hub-context HUB] [--controller-namespace NAMESPACE]",
 		Short: "Take a member cluster's registration back",
 		Long: `unjoin reverses join: it deletes the hub's Secret CLUSTER (the controller stops syncing the member
 at once), then the ServiceAccount mcs-controller and its RBAC in the member (--context), which
 revokes every token join made. Namespace mcs-system stays: CoreDNS's Leases live there.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := noNamespace(cmd); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), args[0])
+		},
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -326,7 +365,7 @@ func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	ns := o.controllerNamespace()
+	ns := o.controllerNamespace
 	s, err := hub.CoreV1().Secrets(ns).Get(ctx, cluster, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -31,14 +31,14 @@ func TestControllerRenewsCredentials(t *testing.T) {
 	apps := l.Namespace(t, labtest.Hub, labtest.Member3)
 	l.Workload(t, labtest.Member3, apps, "foo", 1, false)
 	l.Apply(t, labtest.Member3, labtest.ServiceExport(apps, "foo"))
-	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ctl}
+	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl}
 	// 10 minutes, the API server's least; renewed 9 minutes before it
 	// expires, a minute from now, once foo is imported.
 	if out, err := kubectlMCS(t, append(join, "--duration", "10m")...); err != nil {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		_, _ = kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ctl)
+		_, _ = kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl)
 	})
 	first := memberToken(t, ctl)
 	deletes := watchImportedDeletes(t, apps)
@@ -77,7 +77,7 @@ func TestControllerRenewsCredentials(t *testing.T) {
 
 	// unjoin retires member3 (cleaning what the controller wrote there);
 	// join registers it again, without a restart.
-	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ctl); err != nil {
+	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl); err != nil {
 		t.Fatalf("unjoin: %v\n%s", err, out)
 	}
 	if out, err := kubectlMCS(t, join...); err != nil {

@@ -50,7 +50,7 @@ func kubectlMCS(t *testing.T, args ...string) (string, error) {
 func TestJoinAndUnjoin(t *testing.T) {
 	l := labtest.Get(t)
 	ns := l.Namespace(t, labtest.Hub) // the controller's namespace on the hub
-	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns, "--duration", "1h"}
+	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ns, "--duration", "1h"}
 	out, err := kubectlMCS(t, append(join, "--dry-run=server")...)
 	if _, getErr := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{}); err != nil || !apierrors.IsNotFound(getErr) {
 		t.Fatalf("join --dry-run=server: %v, the Secret: %v (want none)\n%s", err, getErr, out)
@@ -92,7 +92,7 @@ func TestJoinAndUnjoin(t *testing.T) {
 		t.Errorf("the Secret after join again: %v, annotations %v, want %s=shop,web kept", err, s.Annotations, api.AnnotationExportNamespaces)
 	}
 
-	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "-n", ns); err != nil {
+	if out, err := kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ns); err != nil {
 		t.Fatalf("unjoin: %v\n%s", err, out)
 	}
 	if _, err := l.Client(t, labtest.Hub).CoreV1().Secrets(ns).Get(t.Context(), labtest.Member3, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -250,11 +250,13 @@ func TestDiagnose(t *testing.T) {
 	ctl := ns + "-mcs"
 	l.NamedNamespace(t, ctl, labtest.Hub)
 	for _, m := range []string{labtest.Member1, labtest.Member2} {
-		join := []string{"join", m, "--context", m, "--hub-context", labtest.Hub, "-n", ctl}
+		join := []string{"join", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl}
 		if out, err := kubectlMCS(t, join...); err != nil { // the controller's RBAC in the member
 			t.Fatalf("join: %v\n%s", err, out)
 		}
-		t.Cleanup(func() { _, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "-n", ctl) })
+		t.Cleanup(func() {
+			_, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl)
+		})
 		corefile(t, m, m)
 	}
 	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"), "--kubeconfig", l.KubeconfigOf(t, labtest.Hub),

@@ -31,10 +31,9 @@ import (
 
 type statusOptions struct {
 	hubOptions
-	members             []string
-	credentials         map[string]*CredentialReport // by member, from its Secret
-	controllerNamespace string
-	output              string
+	members     []string
+	credentials map[string]*CredentialReport // by member, from its Secret
+	output      string
 }
 
 func newStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -47,7 +46,8 @@ endpoints, its ServiceExport's conditions, its ServiceImport (strategy, VIPs, pr
 VIP, each imported EndpointSlice and whether it is current with its source (the source's generation),
 and the age of each provider's Lease there; and the hub's MultiClusterService with its conditions.
 Members are the hub's member Secrets (in --controller-namespace), or --members; each is reached with
-the kubeconfig context of its name.
+the kubeconfig context of its name, or the one --member-context CLUSTER=CONTEXT maps it to. -n is
+the service's namespace, as in every kubectl mcs command (default: the kubeconfig context's).
 
 Without SERVICE, a summary of the fleet: the problems first (members that cannot be reached, and
 MultiClusterServices, of every namespace, with a condition that is not True at their generation),
@@ -64,8 +64,8 @@ then every member and every MultiClusterService.`,
 		},
 	}
 	o.addFlags(cmd)
+	o.addMemberContexts(cmd)
 	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
-	cmd.Flags().StringVar(&o.controllerNamespace, "controller-namespace", memberNamespace, "the controller's namespace on the hub, of the member Secrets")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "json or yaml; a table without it")
 	return cmd
 }
@@ -139,7 +139,7 @@ func (o *statusOptions) collect(ctx context.Context, svc string, visit func(Memb
 		return nil, err
 	}
 	for _, m := range o.members {
-		mr := r.member(ctx, o.flags, m)
+		mr := r.member(ctx, &o.hubOptions, m)
 		mr.Credentials = o.credentials[m]
 		r.Members = append(r.Members, mr)
 		visit(mr)
@@ -190,14 +190,12 @@ func (o *statusOptions) findMembers(ctx context.Context, cfg *rest.Config) error
 	return nil
 }
 
-// member reads what cluster holds, through the context of its name.
-func (r *Report) member(ctx context.Context, flags *genericclioptions.ConfigFlags, cluster string) MemberReport {
+// member reads what cluster holds, through its context.
+func (r *Report) member(ctx context.Context, o *hubOptions, cluster string) MemberReport {
 	out := MemberReport{Cluster: cluster}
-	c := genericclioptions.NewConfigFlags(false)
-	c.KubeConfig, c.Context = flags.KubeConfig, &cluster
-	cfg, err := c.ToRESTConfig()
+	cfg, err := o.memberConfig(cluster)
 	if err != nil {
-		out.Error = fmt.Sprintf("no usable kubeconfig context %q: %v", cluster, err)
+		out.Error = err.Error()
 		return out
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
