@@ -208,8 +208,10 @@ func sliceChecks(w *world, m *memberState) []Check {
 	for _, s := range m.imported {
 		have[s.Name] = true
 		gen, ok := want[s.Name]
+		// A slice's source is known gone only when its cluster was read.
+		src := w.member(s.Labels[mcsv1b1.LabelSourceCluster])
 		switch {
-		case !ok && w.member(s.Labels[mcsv1b1.LabelSourceCluster]) != nil && w.member(s.Labels[mcsv1b1.LabelSourceCluster]).err == nil:
+		case !ok && src != nil && src.err == nil:
 			problems = append(problems, s.Name+" has no source slice left")
 		case ok && s.Annotations[api.AnnotationSourceGeneration] != gen:
 			problems = append(problems, fmt.Sprintf("%s is of generation %s of %s, which is at %s", s.Name, orNone(s.Annotations[api.AnnotationSourceGeneration]), source[s.Name], gen))

@@ -108,11 +108,11 @@ func expectNative(m *memberState, now time.Time) expectation {
 // localFirst is LocalFirst's row of the table, with the import's
 // min-ready-endpoints and failover-order.
 func localFirst(m *memberState, local, remote map[string]string, vipLocal, vipSet []string, endpoints bool) expectation {
-	min := 1
+	minReady := 1
 	if n, err := strconv.Atoi(m.imp.Annotations[api.AnnotationMinReadyEndpoints]); err == nil && n > 0 {
-		min = n
+		minReady = n
 	}
-	useLocal := len(local) >= min || len(local) > 0 && len(remote) == 0
+	useLocal := len(local) >= minReady || len(local) > 0 && len(remote) == 0
 	switch {
 	case useLocal && endpoints:
 		return expectation{addrs: slices.Sorted(maps.Keys(local)), why: fmt.Sprintf("LocalFirst: %d ready local endpoints", len(local))}
