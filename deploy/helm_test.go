@@ -1,0 +1,335 @@
+// The hub's Helm chart (deploy/helm/coredns-mcs-controller), rendered with
+// Helm's Go SDK as `helm template` does, and held equal to the kustomize
+// overlay and components it packages: a change to one side only fails here.
+
+package deploy_test
+
+import (
+	"encoding/json"
+	"io"
+	"log"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+const (
+	// hubChart is the chart, relative to deploy/.
+	hubChart = "helm/coredns-mcs-controller"
+	// release and its namespace are what the docs install: helm install
+	// mcs-controller … -n mcs-system --create-namespace.
+	release          = "mcs-controller"
+	releaseNamespace = "mcs-system"
+)
+
+// labKube is the Kubernetes version the chart is rendered for: the lab's.
+var labKube = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+
+// renderChart is helm template of the chart with vals, CRDs included, as
+// the objects it would install into namespace.
+func renderChart(t *testing.T, namespace string, vals map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	manifest, err := templateChart(namespace, vals)
+	if err != nil {
+		t.Fatalf("helm template %s: %v", hubChart, err)
+	}
+	return decodeManifests(t, manifest)
+}
+
+// templateChart renders the chart client-side with Helm's SDK, as
+// `helm template --include-crds` does, and returns its manifest.
+func templateChart(namespace string, vals map[string]any) (string, error) {
+	chrt, err := loadChart()
+	if err != nil {
+		return "", err
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.ClientOnly, install.DryRun, install.IncludeCRDs = true, true, true
+	install.ReleaseName, install.Namespace, install.KubeVersion = release, namespace, labKube
+	rel, err := install.Run(chrt, vals)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// loadChart loads the chart directory as helm does. Helm logs each link it
+// follows (TestHubChartLinksDeploysFiles says which and why), every time:
+// not in the tests' output.
+func loadChart() (*chart.Chart, error) {
+	defer log.SetOutput(log.Writer())
+	log.SetOutput(io.Discard)
+	return loader.Load(hubChart)
+}
+
+// decodeManifests splits a Helm manifest into its objects, in Helm's order.
+func decodeManifests(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	docs := releaseutil.SplitManifests(manifest)
+	var objs []*unstructured.Unstructured
+	for _, key := range releaseutil.BySplitManifestsOrder(slices.Collect(maps.Keys(docs))) {
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal([]byte(docs[key]), &u.Object); err != nil {
+			t.Fatalf("decoding the chart's %s: %v", key, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// renderHubWith is the hub overlay with these components of
+// deploy/components added, as an operator's overlay adds them.
+func renderHubWith(t *testing.T, components ...string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := t.TempDir()
+	// kustomize takes no absolute paths: each is relative to dir.
+	abs := func(rel string) string {
+		p, err := filepath.Abs(rel)
+		if err == nil {
+			p, err = filepath.Rel(dir, p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	k := "resources:\n- " + abs("overlays/hub") + "\ncomponents:\n"
+	for _, c := range components {
+		k += "- " + abs("components/"+c) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return render(t, dir)
+}
+
+// chartCase is a set of the chart's values and the kustomize components
+// that make the same objects.
+type chartCase struct {
+	name       string
+	values     map[string]any
+	components []string
+}
+
+var chartCases = []chartCase{
+	{"defaults", nil, nil},
+	{"shards", map[string]any{"shards": map[string]any{"enabled": true}}, []string{"shards"}},
+	{"network-policy", map[string]any{"networkPolicy": map[string]any{"enabled": true}}, []string{"network-policy"}},
+	{"monitoring", map[string]any{"monitoring": map[string]any{"enabled": true}}, []string{"monitoring-hub"}},
+	{"all", map[string]any{
+		"shards":        map[string]any{"enabled": true},
+		"networkPolicy": map[string]any{"enabled": true},
+		"monitoring":    map[string]any{"enabled": true},
+	}, []string{"network-policy", "shards", "monitoring-hub"}},
+}
+
+// The chart with each set of values installs exactly what the hub overlay
+// with the same components applies: the same kinds, names and namespaces,
+// and every field the same. What differs by design, and is all that
+// sameObjects forgives:
+//
+//   - the Namespace: a Helm release goes into a namespace that exists
+//     (helm install -n mcs-system --create-namespace) and never deletes it;
+//   - labels: every object of the release (the CRD aside, which Helm
+//     installs from crds/ untouched) carries the controller's two labels
+//     and Helm's four (app.kubernetes.io/instance, managed-by, version,
+//     helm.sh/chart), which the overlay gives only to deploy/controller's
+//     objects, and the components' objects not at all.
+func TestHubChartIsTheOverlay(t *testing.T) {
+	for _, c := range chartCases {
+		t.Run(c.name, func(t *testing.T) {
+			sameObjects(t, renderChart(t, releaseNamespace, c.values), renderHubWith(t, c.components...))
+		})
+	}
+}
+
+// Also the example overlay with every component is the chart with every
+// opt-in on.
+func TestHubChartIsTheExampleWithComponents(t *testing.T) {
+	all := chartCases[len(chartCases)-1]
+	sameObjects(t, renderChart(t, releaseNamespace, all.values), render(t, "examples/hub-with-components"))
+}
+
+// objectKey names an object by kind, namespace and name.
+func objectKey(u *unstructured.Unstructured) string {
+	return u.GetKind() + " " + strings.TrimPrefix(u.GetNamespace()+"/"+u.GetName(), "/")
+}
+
+// sameObjects fails unless the chart's objects are the overlay's, but for
+// the differences by design of TestHubChartIsTheOverlay.
+func sameObjects(t *testing.T, chart, overlay []*unstructured.Unstructured) {
+	t.Helper()
+	want := map[string]*unstructured.Unstructured{}
+	for _, u := range overlay {
+		if u.GetKind() != "Namespace" {
+			want[objectKey(u)] = u
+		}
+	}
+	got := map[string]*unstructured.Unstructured{}
+	for _, u := range chart {
+		got[objectKey(u)] = u
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := got[key]; !ok {
+			t.Errorf("the chart has no %s, which the overlay has", key)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(got)) {
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("the chart has %s, which the overlay has not", key)
+			continue
+		}
+		if diff := cmp.Diff(comparable(t, w, false), comparable(t, got[key], true)); diff != "" {
+			t.Errorf("%s differs from the overlay's (-overlay +chart):\n%s", key, diff)
+		}
+	}
+}
+
+// chartLabels are the labels the chart puts on every object of a release
+// of it, besides the overlay's.
+func chartLabels(t *testing.T) map[string]string {
+	t.Helper()
+	chrt, err := loadChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"app.kubernetes.io/name":       "mcs-controller",
+		"app.kubernetes.io/part-of":    "coredns-mcs",
+		"app.kubernetes.io/instance":   release,
+		"app.kubernetes.io/managed-by": "Helm",
+		"app.kubernetes.io/version":    chrt.Metadata.AppVersion,
+		"helm.sh/chart":                chrt.Metadata.Name + "-" + chrt.Metadata.Version,
+	}
+}
+
+// comparable is u as plain JSON values (the two renderers decode numbers
+// differently), with the overlay's labels given the chart's (fromOverlay)
+// where the chart labels its objects: see TestHubChartIsTheOverlay.
+func comparable(t *testing.T, u *unstructured.Unstructured, fromChart bool) map[string]any {
+	t.Helper()
+	u = u.DeepCopy()
+	if !fromChart && u.GetKind() != "CustomResourceDefinition" {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, chartLabels(t))
+		u.SetLabels(labels)
+	}
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The chart refuses shards that a replica's loss would leave unheld, as
+// deploy/README.md's rule says (maxShards × (count − 1) ≥ count), and
+// takes the counts it is given.
+func TestHubChartShards(t *testing.T) {
+	for _, s := range []struct{ count, max int }{{2, 1}, {4, 1}, {1, 2}, {0, 2}, {3, 0}} {
+		_, err := templateChart(releaseNamespace, map[string]any{"shards": map[string]any{"enabled": true, "count": s.count, "maxShards": s.max}})
+		if err == nil || !strings.Contains(err.Error(), "leaves a shard unheld") {
+			t.Errorf("shards count %d, maxShards %d: %v, want refused", s.count, s.max, err)
+		}
+	}
+	objs := renderChart(t, releaseNamespace, map[string]any{"shards": map[string]any{"enabled": true, "count": 6, "maxShards": 2}})
+	d := find(t, objs, "Deployment", "mcs-controller")
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	args := containerArgs(t, d)
+	if replicas != 6 || !slices.Contains(args, "--shards=6") || !slices.Contains(args, "--max-shards=2") {
+		t.Errorf("6 shards: %d replicas, args %v; want 6, --shards=6 and --max-shards=2", replicas, args)
+	}
+	rules, _, _ := unstructured.NestedSlice(find(t, objs, "Role", "mcs-controller").Object, "rules")
+	names, _, _ := unstructured.NestedStringSlice(rules[len(rules)-1].(map[string]any), "resourceNames")
+	if len(names) != 6 || names[5] != "mcs-controller-shard-5" {
+		t.Errorf("6 shards: the Role's last rule names the Leases %v, want mcs-controller-shard-0 to -5", names)
+	}
+}
+
+// containerArgs are the args of the Deployment's one container.
+func containerArgs(t *testing.T, d *unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("%s has %d containers, want 1", d.GetName(), len(containers))
+	}
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
+}
+
+// What an operator sets lands where the docs say: the image by digest, more
+// flags after the chart's, other names for a second release, and the
+// monitoring labels a Prometheus selects by.
+func TestHubChartValues(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	objs := renderChart(t, "hub-system", map[string]any{
+		"image":            map[string]any{"repository": "reg.test/mcs-controller", "tag": "v1", "digest": digest},
+		"extraArgs":        []any{"--watch-namespaces=shop,web"},
+		"fullnameOverride": "second",
+		"monitoring":       map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+	})
+	d := find(t, objs, "Deployment", "second")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if image := containers[0].(map[string]any)["image"]; image != "reg.test/mcs-controller@"+digest {
+		t.Errorf("image %v, want it by digest", image)
+	}
+	if args := containerArgs(t, d); args[len(args)-1] != "--watch-namespaces=shop,web" {
+		t.Errorf("args %v, want --watch-namespaces=shop,web last", args)
+	}
+	for _, u := range objs {
+		if u.GetKind() != "CustomResourceDefinition" && u.GetNamespace() != "hub-system" && u.GetNamespace() != "" {
+			t.Errorf("%s is not in the release's namespace hub-system", objectKey(u))
+		}
+	}
+	binding := find(t, objs, "ClusterRoleBinding", "second")
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	if s := subjects[0].(map[string]any); s["name"] != "second" || s["namespace"] != "hub-system" {
+		t.Errorf("the ClusterRoleBinding binds %v, want hub-system/second", s)
+	}
+	// The PrometheusRule keeps the component's name, which the alerts'
+	// tests read it by.
+	for _, u := range []*unstructured.Unstructured{find(t, objs, "ServiceMonitor", "second"), find(t, objs, "PrometheusRule", "mcs-controller")} {
+		if l := u.GetLabels(); l["release"] != "kps" {
+			t.Errorf("%s labels %v, want release: kps", objectKey(u), l)
+		}
+	}
+}
+
+// The chart's CRD, alerts and dashboard are links to deploy/'s files, not
+// copies, so that make generate and the alerts' tests reach them; Helm
+// follows a link when it loads a chart directory and packages its target.
+func TestHubChartLinksDeploysFiles(t *testing.T) {
+	for link, target := range map[string]string{
+		"crds/mcs.coredns-mcs.io_multiclusterservices.yaml": "crds/mcs.coredns-mcs.io_multiclusterservices.yaml",
+		"files/prometheusrule.yaml":                         "components/monitoring-hub/prometheusrule.yaml",
+		"files/dashboard.json":                              "components/monitoring-hub/dashboard.json",
+	} {
+		path := filepath.Join(hubChart, link)
+		got, err := filepath.EvalSymlinks(path)
+		want, _ := filepath.Abs(target)
+		if abs, _ := filepath.Abs(got); err != nil || abs != want {
+			t.Errorf("%s resolves to %s (%v), want a link to deploy/%s", path, got, err, target)
+		}
+	}
+}
