@@ -584,12 +584,15 @@ func nameOf(a clienttesting.Action) string {
 func (f *fixture) awaitCached(cluster string, a clienttesting.Action) {
 	f.t.Helper()
 	name := nameOf(a)
-	want := "" // absent
-	if obj, err := f.tracker(cluster, a.GetResource().Resource).Get(a.GetResource(), a.GetNamespace(), name); err == nil {
-		m, _ := meta.Accessor(obj)
-		want = m.GetResourceVersion()
-	}
+	// What the fake holds is read afresh at each poll: a write that a hung
+	// member's sync left under way may land meanwhile.
+	var want string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		want = "" // absent
+		if obj, err := f.tracker(cluster, a.GetResource().Resource).Get(a.GetResource(), a.GetNamespace(), name); err == nil {
+			m, _ := meta.Accessor(obj)
+			want = m.GetResourceVersion()
+		}
 		return f.cachedVersion(cluster, a.GetResource().Resource, a.GetNamespace(), name) == want, nil
 	})
 	if err != nil {
