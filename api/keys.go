@@ -120,3 +120,13 @@ func ParseStrategy(s string) (Strategy, bool) {
 	}
 	return "", false
 }
+
+// MetadataBytes is what labels or annotations take: their keys and
+// values, as the API server counts them against its bounds.
+func MetadataBytes(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}

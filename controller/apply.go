@@ -149,10 +149,31 @@ func (w *writer) createService(ctx context.Context, s *corev1.Service) error {
 	})
 }
 
-func (w *writer) updateService(ctx context.Context, s *corev1.Service) error {
-	return save(w, "Service", "update", s.Name, func() (*corev1.Service, error) {
-		return w.m.Kube.CoreV1().Services(w.namespace).Update(ctx, s, metav1.UpdateOptions{})
+// updateService writes the member's Service have with change made to it.
+func (w *writer) updateService(ctx context.Context, have *corev1.Service, change func(*corev1.Service)) error {
+	client := w.m.Kube.CoreV1().Services(w.namespace)
+	return save(w, "Service", "update", have.Name, func() (*corev1.Service, error) {
+		upd, err := toChange(ctx, have, client.Get)
+		if err != nil {
+			return nil, err
+		}
+		change(upd)
+		return client.Update(ctx, upd, metav1.UpdateOptions{})
 	})
+}
+
+// toChange is the copy of have that a write changes and sends: have's own,
+// or the object read afresh when have is a cached copy that lacks others'
+// labels or annotations (members.Trimmed), which the write must send back
+// as they are.
+func toChange[T interface {
+	metav1.Object
+	DeepCopy() T
+}](ctx context.Context, have T, get func(context.Context, string, metav1.GetOptions) (T, error)) (T, error) {
+	if !members.Trimmed(have) {
+		return have.DeepCopy(), nil
+	}
+	return get(ctx, have.GetName(), metav1.GetOptions{})
 }
 
 // save runs one create or update, counts it, and tracks what the API server

@@ -66,8 +66,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		}
 		return w.service(dname), nil
 	}
-	upd := have.DeepCopy()
-	families, recreate := setFamilies(upd, want)
+	families, recreate := setFamilies(have.DeepCopy(), want)
 	if desired.IsHeadless(have) != want.Headless || recreate { // clusterIP and the first family are immutable
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
@@ -81,10 +80,13 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		desired.TrafficOf(have).Same(derivedTraffic(want.Traffic)) && have.Spec.Selector == nil {
 		return have, nil
 	}
-	upd.Spec.Ports, upd.OwnerReferences, upd.Spec.Selector = ports, owner, nil
-	setTraffic(upd, derivedTraffic(want.Traffic))
-	setLabels(upd, labels)
-	if err := w.updateService(ctx, upd); err != nil {
+	err := w.updateService(ctx, have, func(s *corev1.Service) {
+		setFamilies(s, want)
+		s.Spec.Ports, s.OwnerReferences, s.Spec.Selector = ports, owner, nil
+		setTraffic(s, derivedTraffic(want.Traffic))
+		setLabels(s, labels)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return w.service(dname), nil

@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
@@ -55,6 +57,25 @@ func TestExportedLabelsAndAnnotations(t *testing.T) {
 	if imp := f.importOf(m3, "foo"); imp.Labels["team"] != "b" {
 		t.Errorf("import labels %v, want team=b", imp.Labels)
 	}
+}
+
+// An import carries no more than desired.MaxExportedMetadata of exported
+// labels and annotations: past it, none, and the export says why.
+func TestExportedMetadataBounded(t *testing.T) {
+	exp := export("foo", t0)
+	exp.Spec.ExportedLabels = map[string]string{"team": "a"}
+	exp.Spec.ExportedAnnotations = map[string]string{"note": strings.Repeat("x", desired.MaxExportedMetadata)}
+	f := newFixture(t, world{m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), exp}, m2: {ns1()}})
+	f.sync("demo/foo")
+	imp := f.importOf(m2, "foo")
+	if imp.Labels["team"] != "" || imp.Annotations["note"] != "" || len(imp.Spec.IPs) == 0 {
+		t.Errorf("import labels %v, annotations %.80v, IPs %v; want none of the export's, imported", imp.Labels, imp.Annotations, imp.Spec.IPs)
+	}
+	got := f.exportOf(m1, "foo")
+	if c := meta.FindStatusCondition(got.Status.Conditions, string(mcsv1b1.ServiceExportConditionConflict)); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "none are carried") {
+		t.Errorf("member1's Conflict %+v, want True saying none are carried", c)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }
 
 // An export without a Service, or of an ExternalName Service, is not

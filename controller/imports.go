@@ -53,24 +53,21 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, s
 	upd := imp.DeepCopy()
 	set(upd)
 	if !equality.Semantic.DeepEqual(upd.Spec, imp.Spec) || !maps.Equal(upd.Annotations, imp.Annotations) || !maps.Equal(upd.Labels, imp.Labels) {
-		if err := w.writeImport(ctx, "update", upd); err != nil {
+		var err error
+		if imp, err = w.writeImport(ctx, "update", imp, set); err != nil {
 			return nil, err
 		}
-		imp = w.serviceImport(imp.Name)
-		w.notePruned(upd, imp)
-		upd = imp.DeepCopy()
 	}
-	setStatus(upd)
-	w.prunedHere().dropStatus(&upd.Status)
+	status := func(i *mcsv1b1.ServiceImport) {
+		setStatus(i)
+		w.prunedHere().dropStatus(&i.Status)
+	}
+	upd = imp.DeepCopy()
+	status(upd)
 	if equality.Semantic.DeepEqual(upd.Status, imp.Status) {
 		return imp, nil
 	}
-	if err := w.writeImport(ctx, "update-status", upd); err != nil {
-		return nil, err
-	}
-	imp = w.serviceImport(imp.Name)
-	w.notePruned(upd, imp)
-	return imp, nil
+	return w.writeImport(ctx, "update-status", imp, status)
 }
 
 // fillImport makes the import say what the plan provides, through the
@@ -213,13 +210,29 @@ func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	}
 }
 
-func (w *writer) writeImport(ctx context.Context, verb string, imp *mcsv1b1.ServiceImport) error {
+// writeImport writes have with change made to it, and returns the import
+// as written, having noted what the member's CRD pruned of it.
+func (w *writer) writeImport(ctx context.Context, verb string, have *mcsv1b1.ServiceImport, change func(*mcsv1b1.ServiceImport)) (*mcsv1b1.ServiceImport, error) {
 	client := w.m.ServiceImports(w.namespace)
 	write := client.Update
 	if verb == "update-status" {
 		write = client.UpdateStatus
 	}
-	return save(w, "ServiceImport", verb, imp.Name, func() (*mcsv1b1.ServiceImport, error) { return write(ctx, imp) })
+	var sent *mcsv1b1.ServiceImport
+	err := save(w, "ServiceImport", verb, have.Name, func() (*mcsv1b1.ServiceImport, error) {
+		var err error
+		if sent, err = toChange(ctx, have, client.Get); err != nil {
+			return nil, err
+		}
+		change(sent)
+		return write(ctx, sent)
+	})
+	if err != nil {
+		return nil, err
+	}
+	got := w.serviceImport(have.Name)
+	w.notePruned(sent, got)
+	return got, nil
 }
 
 func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {

@@ -49,10 +49,10 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 	if desired.IsHeadless(have) != desired.IsHeadless(want) { // clusterIP is immutable
 		return w.deleteService(ctx, have)
 	}
-	upd := have.DeepCopy()
-	upd.Spec.Selector, upd.Spec.Ports = want.Spec.Selector, want.Spec.Ports
-	setLabels(upd, want.Labels)
-	return w.updateService(ctx, upd)
+	return w.updateService(ctx, have, func(s *corev1.Service) {
+		s.Spec.Selector, s.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+		setLabels(s, want.Labels)
+	})
 }
 
 // errNameTaken: a derived Service holds the name of a propagated one.

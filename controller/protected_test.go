@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -161,19 +162,23 @@ func TestMemberHoldsTooMuch(t *testing.T) {
 	}
 }
 
-// A member's objects are bounded by what they take too: a few Services
-// that carry the controller's label (cached whole) with megabytes of
-// annotations, in a namespace nobody exports, make it count as
-// unreachable as too many objects do, and cost the controller no more.
+// A member's objects are bounded by what they take too: slices that
+// carry the controller's label, in a namespace nobody exports, with
+// thousands of endpoints the controller would have to compare, make it
+// count as unreachable as too many objects do, and cost the controller no
+// more. (Bulk in their labels and annotations is not held at all:
+// members.TestOthersMetadataNotHeld.)
 func TestMemberHoldsTooManyBytes(t *testing.T) {
 	objs := []runtime.Object{ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)}
-	for i := range 3 {
-		junk := service(fmt.Sprintf("junk%d", i), false, t0)
+	for i := range 40 {
+		junk := slice("junk", fmt.Sprintf("junk%d", i), 1)
 		junk.Namespace = "junk"
-		junk.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
-		noise := make([]byte, 512<<10)
-		rand.Read(noise)
-		junk.Annotations = map[string]string{"bulk": hex.EncodeToString(noise)}
+		junk.Labels[discoveryv1.LabelManagedBy] = api.ManagedBy
+		for range 1000 {
+			noise := make([]byte, 24)
+			rand.Read(noise)
+			junk.Endpoints = append(junk.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.9.0.1"}, Hostname: ptr.To(hex.EncodeToString(noise))})
+		}
 		objs = append(objs, junk)
 	}
 	f := newFixture(t, world{m1: objs, m2: {ns1()}}, withMaxBytes(1<<20))

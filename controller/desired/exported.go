@@ -17,6 +17,10 @@ import (
 // itself uses (its managed-by label, annotations of its own group) are left
 // out: an export must not make the controller take an import for its own,
 // or for another's, nor set a service's strategy.
+//
+// An import carries at most MaxExportedMetadata bytes of them: one
+// member's export must not make every consumer's ServiceImport, and the
+// controller's cached copy of each, as large as the API server allows.
 func (p *Plan) exported(cands []candidate) (labels, annotations map[string]string) {
 	var oldest *candidate
 	for i := range cands {
@@ -29,6 +33,11 @@ func (p *Plan) exported(cands []candidate) (labels, annotations map[string]strin
 		return nil, nil
 	}
 	labels, annotations = allowedKeys(oldest.export.Spec.ExportedLabels), allowedKeys(oldest.export.Spec.ExportedAnnotations)
+	if n := api.MetadataBytes(labels) + api.MetadataBytes(annotations); n > MaxExportedMetadata {
+		p.conflict(oldest.cluster, mcsv1b1.ServiceExportReasonAnnotationsConflict, fmt.Sprintf(
+			"%s's exportedLabels and exportedAnnotations take %d bytes, more than the %d a ServiceImport carries: none are carried", oldest.cluster, n, MaxExportedMetadata))
+		return nil, nil
+	}
 	for _, c := range cands {
 		if c.export == nil || c.cluster == oldest.cluster {
 			continue
@@ -42,6 +51,10 @@ func (p *Plan) exported(cands []candidate) (labels, annotations map[string]strin
 	}
 	return labels, annotations
 }
+
+// MaxExportedMetadata bounds the bytes (keys and values) of the exported
+// labels and annotations an import carries.
+const MaxExportedMetadata = 8 << 10
 
 func allowedKeys(in map[string]string) map[string]string {
 	out := maps.Clone(in)

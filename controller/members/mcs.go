@@ -38,6 +38,15 @@ func (c ImportClient) Create(ctx context.Context, imp *mcsv1b1.ServiceImport) (*
 	return c.m.MCS.MulticlusterV1beta1().ServiceImports(c.namespace).Create(ctx, imp, metav1.CreateOptions{})
 }
 
+// Get reads the ServiceImport name from the member's API server.
+func (c ImportClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*mcsv1b1.ServiceImport, error) {
+	if c.alpha() {
+		got, err := c.m.MCS.MulticlusterV1alpha1().ServiceImports(c.namespace).Get(ctx, name, opts)
+		return mcsapi.ImportToBeta(got), err
+	}
+	return c.m.MCS.MulticlusterV1beta1().ServiceImports(c.namespace).Get(ctx, name, opts)
+}
+
 // Update updates imp's metadata and spec.
 func (c ImportClient) Update(ctx context.Context, imp *mcsv1b1.ServiceImport) (*mcsv1b1.ServiceImport, error) {
 	if c.alpha() {

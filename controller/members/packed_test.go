@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -178,5 +180,42 @@ func TestOthersKeepWhatIsRead(t *testing.T) {
 		if diff := cmp.Diff(c.want, Unpacked(cached)); diff != "" {
 			t.Errorf("%T as cached (-want +got):\n%s", c.in, diff)
 		}
+	}
+}
+
+// Labels and annotations that anyone in the member may add to the
+// controller's objects and to ServiceImports are not held past
+// MaxHeldMetadata: 300 of each kind carrying 200 KiB of random
+// annotations each take what their identity and the keys the controller
+// reads take, and the copies are marked so that a write reads the object
+// afresh.
+func TestOthersMetadataNotHeld(t *testing.T) {
+	ours := map[string]string{api.LabelManagedBy: api.ManagedBy, discoveryv1.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: "foo", "team": "payments"}
+	var total int64
+	for i := range 300 {
+		noise := make([]byte, 100<<10)
+		if _, err := rand.Read(noise); err != nil {
+			t.Fatal(err)
+		}
+		meta := metav1.ObjectMeta{
+			Name: fmt.Sprintf("derived-foo%d", i), Namespace: "demo", UID: "u-1", ResourceVersion: "42", Labels: ours,
+			Annotations: map[string]string{"bulk": fmt.Sprintf("%x", noise), api.AnnotationStrategy: "LocalFirst", api.AnnotationFailoverOrder: strings.Repeat("x", maxHeldValue+1)},
+		}
+		for _, obj := range []metav1.Object{&corev1.Service{ObjectMeta: meta}, &discoveryv1.EndpointSlice{ObjectMeta: meta}, &mcsv1b1.ServiceImport{ObjectMeta: meta}} {
+			cached, err := trim(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += bytesOf(cached)
+			c := cached.(metav1.Object)
+			wantAnnotations := map[string]string{api.AnnotationStrategy: "LocalFirst", AnnotationTrimmed: c.GetAnnotations()[AnnotationTrimmed]}
+			wantLabels := map[string]string{api.LabelManagedBy: api.ManagedBy, discoveryv1.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: "foo"}
+			if !Trimmed(c) || !maps.Equal(c.GetAnnotations(), wantAnnotations) || !maps.Equal(c.GetLabels(), wantLabels) || c.GetUID() != "u-1" {
+				t.Fatalf("%T as cached: labels %v, annotations %.100v, uid %s; want the controller's keys only, marked", obj, c.GetLabels(), c.GetAnnotations(), c.GetUID())
+			}
+		}
+	}
+	if total > 1<<20 {
+		t.Errorf("900 objects with 200 KiB of annotations each take %d KiB held, want at most 1 MiB", total>>10)
 	}
 }

@@ -20,7 +20,8 @@ import (
 // The controller writes back some objects it read from the caches (an
 // update sends the cached object with its changes): of those it keeps
 // everything but managedFields, which an update that omits them leaves as
-// they are. The others lose what nobody reads:
+// they are, and labels and annotations past a bound (metadata.go). The
+// others lose what nobody reads:
 //
 //   - Services and EndpointSlices that are not the controller's (without
 //     its managed-by label) are never written: the providers' own, the
@@ -96,6 +97,7 @@ func cut(obj any) {
 		keepIdentity(&o.ObjectMeta, false)
 	case *mcsv1b1.ServiceImport:
 		o.ManagedFields = nil
+		boundMetadata(&o.ObjectMeta)
 	}
 }
 
@@ -117,6 +119,7 @@ func cutService(s *corev1.Service) {
 	s.Status = corev1.ServiceStatus{}
 	if s.Labels[api.LabelManagedBy] == api.ManagedBy {
 		s.ManagedFields = nil
+		boundMetadata(&s.ObjectMeta)
 		return
 	}
 	keepIdentity(&s.ObjectMeta, false)
@@ -142,6 +145,7 @@ func cutHubService(s *corev1.Service) {
 func cutSlice(s *discoveryv1.EndpointSlice) {
 	if s.Labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
 		s.ManagedFields = nil
+		boundMetadata(&s.ObjectMeta)
 		return
 	}
 	labels := s.Labels
