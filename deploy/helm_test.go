@@ -194,7 +194,7 @@ func sameObjects(t *testing.T, chart, overlay []*unstructured.Unstructured) {
 			t.Errorf("the chart has %s, which the overlay has not", key)
 			continue
 		}
-		if diff := cmp.Diff(comparable(t, w, false), comparable(t, got[key], true)); diff != "" {
+		if diff := cmp.Diff(plainObject(t, w, false), plainObject(t, got[key], true)); diff != "" {
 			t.Errorf("%s differs from the overlay's (-overlay +chart):\n%s", key, diff)
 		}
 	}
@@ -218,10 +218,10 @@ func chartLabels(t *testing.T) map[string]string {
 	}
 }
 
-// comparable is u as plain JSON values (the two renderers decode numbers
+// plainObject is u as plain JSON values (the two renderers decode numbers
 // differently), with the overlay's labels given the chart's (fromOverlay)
 // where the chart labels its objects: see TestHubChartIsTheOverlay.
-func comparable(t *testing.T, u *unstructured.Unstructured, fromChart bool) map[string]any {
+func plainObject(t *testing.T, u *unstructured.Unstructured, fromChart bool) map[string]any {
 	t.Helper()
 	u = u.DeepCopy()
 	if !fromChart && u.GetKind() != "CustomResourceDefinition" {
