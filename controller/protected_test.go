@@ -190,6 +190,27 @@ func TestMemberHoldsTooManyBytes(t *testing.T) {
 	}
 }
 
+// One object larger than any API server stores (a member that is not
+// one, or lies) makes the member count as unreachable too, whatever the
+// bound on all its objects.
+func TestMemberHoldsTooLargeAnObject(t *testing.T) {
+	junk := slice("junk", "junk", 1)
+	junk.Namespace = "junk"
+	junk.Labels[discoveryv1.LabelManagedBy] = api.ManagedBy
+	noise := make([]byte, 31)
+	for range 80000 {
+		rand.Read(noise)
+		junk.Endpoints = append(junk.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.9.0.1"}, Hostname: ptr.To(hex.EncodeToString(noise))})
+	}
+	f := newFixture(t, world{m1: {ns1(), junk}, m2: {ns1()}})
+	if ok, err := f.member(m1).Reachable(); ok || err == nil || !strings.Contains(err.Error(), "member1 holds an object, junk/junk, that takes") {
+		t.Fatalf("member1 reachable %v (%v), want unreachable for holding too large an object", ok, err)
+	}
+	if ok, err := f.member(m2).Reachable(); !ok {
+		t.Fatalf("member2 is unreachable: %v", err)
+	}
+}
+
 // A controller limited to namespaces (--watch-namespaces) holds the hub's
 // and the members' namespaced objects of those only: a member whose other
 // namespaces hold more than the bound stays within it, and what is

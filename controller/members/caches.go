@@ -209,30 +209,36 @@ func (c *caches) handle(cluster string, h Handlers) error {
 }
 
 // count keeps held and bytes, and calls full once either passes its
-// bound, saying which. A handler sees an object once the store has it, in
-// order, so adds less deletes is what the stores hold.
+// bound, or one object passes maxObjectBytes, saying which. A handler sees
+// an object once the store has it, in order, so adds less deletes is what
+// the stores hold.
 func (c *caches) count(full func(c *caches, over string)) error {
-	check := func() {
+	check := func(obj any, n int64) {
+		var over string
 		switch {
 		case c.max > 0 && c.held.Load() > c.max:
-			c.full.Do(func() {
-				full(c, fmt.Sprintf("more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects)", c.max))
-			})
+			over = fmt.Sprintf("more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects)", c.max)
 		case c.maxBytes > 0 && c.bytes.Load() > c.maxBytes:
-			c.full.Do(func() {
-				full(c, fmt.Sprintf("objects that take more than %d MiB held, packed (--member-max-mib)", c.maxBytes>>20))
-			})
+			over = fmt.Sprintf("objects that take more than %d MiB held, packed (--member-max-mib)", c.maxBytes>>20)
+		case n > maxObjectBytes:
+			m, _ := obj.(metav1.Object)
+			over = fmt.Sprintf("an object, %s/%s, that takes %d KiB held, packed (no API server stores one of more than 1.5 MiB)", m.GetNamespace(), m.GetName(), n>>10)
+		default:
+			return
 		}
+		c.full.Do(func() { full(c, over) })
 	}
 	counter := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			n := bytesOf(obj)
 			c.held.Add(1)
-			c.bytes.Add(bytesOf(obj))
-			check()
+			c.bytes.Add(n)
+			check(obj, n)
 		},
 		UpdateFunc: func(old, obj any) {
-			c.bytes.Add(bytesOf(obj) - bytesOf(old))
-			check()
+			n := bytesOf(obj)
+			c.bytes.Add(n - bytesOf(old))
+			check(obj, n)
 		},
 		DeleteFunc: func(obj any) {
 			c.held.Add(-1)
@@ -246,6 +252,11 @@ func (c *caches) count(full func(c *caches, over string)) error {
 	}
 	return nil
 }
+
+// maxObjectBytes bounds what one object may take held. An API server
+// stores none larger than etcd's request limit (1.5 MiB); a member that
+// serves one is not an API server to trust.
+const maxObjectBytes = 2 << 20
 
 // objectOverhead is about what an object held takes besides its packed
 // data and names: the packed struct, the store's and indexes' entries.
