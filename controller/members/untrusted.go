@@ -130,7 +130,7 @@ func checkCluster(name string, c *clientcmdapi.Cluster, allowInsecure bool) erro
 	}
 	// client-go speaks plain http to a server without a scheme when no
 	// TLS field is set, so anything but https:// is refused.
-	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" {
+	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 		return refuse(reasonInsecure, "%s %q is refused: without https:// the credentials may cross the network in clear; write it as https://host:port, or start the controller with --allow-insecure-member-tls", field("server"), c.Server)
 	}
 	return nil

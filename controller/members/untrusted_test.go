@@ -144,3 +144,37 @@ func TestNames(t *testing.T) {
 		t.Errorf("fromSecret: %v, want it to say %q", err, want)
 	}
 }
+
+// Whatever a Secret's kubeconfig holds, reading it never panics, and what
+// it registers with runs no command, reads no file of the controller, goes
+// through no proxy, and speaks https to its member.
+func FuzzUntrustedConfig(f *testing.F) {
+	for _, seed := range []string{
+		kubeconfig("https://member1:6443", "", "token: abc"),
+		kubeconfig("https://member1:6443", "certificate-authority: /etc/ca.crt", "token: abc"),
+		kubeconfig("https://member1:6443", "proxy-url: http://proxy:3128", "token: abc"),
+		kubeconfig("10.0.0.1:6443", "", "token: abc"),
+		kubeconfig("https://member1:6443", "", "tokenFile: /var/run/token"),
+		kubeconfig("https://member1:6443", "", "exec: {command: /bin/sh, apiVersion: client.authentication.k8s.io/v1}"),
+		kubeconfig("https://member1:6443", "", "auth-provider: {name: gcp}"),
+		kubeconfig("https://member1:6443", "", "client-certificate: /c\nclient-key: /k"),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rc, err := untrustedConfig(data, false)
+		if err != nil {
+			return
+		}
+		switch {
+		case rc.ExecProvider != nil || rc.AuthProvider != nil:
+			t.Errorf("a plugin would run: exec %v, auth-provider %v", rc.ExecProvider, rc.AuthProvider)
+		case rc.BearerTokenFile != "" || rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "":
+			t.Errorf("a file would be read: token %q, CA %q, cert %q, key %q", rc.BearerTokenFile, rc.CAFile, rc.CertFile, rc.KeyFile)
+		case rc.Proxy != nil:
+			t.Error("the member would be reached through a proxy")
+		case !strings.HasPrefix(rc.Host, "https://") || rc.Insecure:
+			t.Errorf("the member %q would be reached without verified TLS (insecure %v)", rc.Host, rc.Insecure)
+		}
+	})
+}
