@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -330,6 +331,27 @@ func TestHubChartLinksDeploysFiles(t *testing.T) {
 		want, _ := filepath.Abs(target)
 		if abs, _ := filepath.Abs(got); err != nil || abs != want {
 			t.Errorf("%s resolves to %s (%v), want a link to deploy/%s", path, got, err, target)
+		}
+	}
+}
+
+// helm lint --strict passes with the defaults and with every opt-in on: a
+// chart that renders can still carry what lint warns of. Its notes (INFO:
+// the chart has no icon, as the project has none) are no failure.
+func TestHubChartLints(t *testing.T) {
+	defer log.SetOutput(log.Writer())
+	log.SetOutput(io.Discard) // the links, as in loadChart
+	for _, c := range []chartCase{chartCases[0], chartCases[len(chartCases)-1]} {
+		lint := action.NewLint()
+		lint.Strict, lint.Namespace, lint.KubeVersion = true, releaseNamespace, labKube
+		res := lint.Run([]string{hubChart}, c.values)
+		for _, m := range res.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("helm lint --strict, %s values: %s", c.name, m)
+			}
+		}
+		if len(res.Errors) > 0 && len(res.Messages) == 0 {
+			t.Errorf("helm lint --strict, %s values: %v", c.name, res.Errors)
 		}
 	}
 }
