@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -268,6 +269,25 @@ func TestHubChartShards(t *testing.T) {
 	}
 }
 
+// at is the value at path in v, through maps by key and lists by index.
+func at(v any, path ...string) any {
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
 // containerArgs are the args of the Deployment's one container.
 func containerArgs(t *testing.T, d *unstructured.Unstructured) []string {
 	t.Helper()
@@ -285,7 +305,11 @@ func containerArgs(t *testing.T, d *unstructured.Unstructured) []string {
 func TestHubChartValues(t *testing.T) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	objs := renderChart(t, "hub-system", map[string]any{
-		"image":            map[string]any{"repository": "reg.test/mcs-controller", "tag": "v1", "digest": digest},
+		"image":            map[string]any{"repository": "reg.test/mcs-controller", "tag": "v1", "digest": digest, "pullPolicy": "Always"},
+		"imagePullSecrets": []any{map[string]any{"name": "pull"}},
+		"nodeSelector":     map[string]any{"pool": "system"},
+		"tolerations":      []any{map[string]any{"key": "dedicated", "operator": "Exists"}},
+		"podAnnotations":   map[string]any{"note": "x"},
 		"extraArgs":        []any{"--watch-namespaces=shop,web"},
 		"fullnameOverride": "second",
 		"monitoring":       map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
@@ -294,6 +318,15 @@ func TestHubChartValues(t *testing.T) {
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if image := containers[0].(map[string]any)["image"]; image != "reg.test/mcs-controller@"+digest {
 		t.Errorf("image %v, want it by digest", image)
+	}
+	pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template")
+	for path, want := range map[string]string{
+		"spec.containers.0.imagePullPolicy": "Always", "spec.imagePullSecrets.0.name": "pull",
+		"spec.nodeSelector.pool": "system", "spec.tolerations.0.key": "dedicated", "metadata.annotations.note": "x",
+	} {
+		if got := at(pod, strings.Split(path, ".")...); got != want {
+			t.Errorf("the pod template's %s is %v, want %s", path, got, want)
+		}
 	}
 	if args := containerArgs(t, d); args[len(args)-1] != "--watch-namespaces=shop,web" {
 		t.Errorf("args %v, want --watch-namespaces=shop,web last", args)
