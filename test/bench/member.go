@@ -5,6 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // shippedCorefile is the member Corefile users copy.
@@ -15,28 +19,50 @@ const shippedCorefile = "corefile/Corefile"
 // fixed ports (health, prometheus); reload only rereads the file.
 var leftOut = map[string]bool{"forward": true, "loop": true, "health": true, "prometheus": true, "reload": true}
 
-// memberCorefiles derives from the shipped Corefile the two sides of the
-// member Corefile contest: the shipped one, and the stock kubeadm one, which
-// is the same without the mcs stanza. Both are made to run here: the
-// server on a loopback port, ready on another, both plugins on the lab's
-// kubeconfig, without the plugins of leftOut. The result is a template of
-// writeCorefile.
-func memberCorefiles(root string) (member, stock string, err error) {
-	b, err := os.ReadFile(filepath.Join(root, shippedCorefile))
-	if err != nil {
-		return "", "", err
-	}
-	member, err = adapt(string(b), true)
-	if err != nil {
-		return "", "", err
-	}
-	stock, err = adapt(string(b), false)
-	return member, stock, err
+// importedSlicesSelector keeps the imported EndpointSlices, the bulk of a
+// fleet's objects, out of the kubernetes plugin's informers (its labels
+// option applies to Services, EndpointSlices and Pods): no other object
+// carries the controller's managed-by value under this key.
+var importedSlicesSelector = discoveryv1.LabelManagedBy + " notin (" + api.ManagedBy + ")"
+
+// memberCorefileSet is the shipped Corefile made to run here, and its
+// variants compared with it.
+type memberCorefileSet struct {
+	member string // the shipped Corefile
+	stock  string // the stock kubeadm one: the same without the mcs stanza
+	labels string // the shipped one, its kubernetes plugin with importedSlicesSelector
 }
 
-// adapt rewrites a Corefile of one server block, directive by directive;
-// keepMCS false drops the mcs stanza.
-func adapt(text string, keepMCS bool) (string, error) {
+// variant is what adapt changes beyond making a Corefile run here.
+type variant struct {
+	dropMCS bool   // leave the mcs stanza out
+	labels  string // the kubernetes plugin's labels option; "" for none
+}
+
+// memberCorefiles derives from the shipped Corefile the member Corefile
+// processes of the benchmark. Each is made to run here: the server on a
+// loopback port, ready on another, both plugins on the lab's kubeconfig,
+// without the plugins of leftOut. The results are templates of
+// writeCorefile.
+func memberCorefiles(root string) (memberCorefileSet, error) {
+	var set memberCorefileSet
+	b, err := os.ReadFile(filepath.Join(root, shippedCorefile))
+	if err != nil {
+		return set, err
+	}
+	for _, v := range []struct {
+		into *string
+		v    variant
+	}{{&set.member, variant{}}, {&set.stock, variant{dropMCS: true}}, {&set.labels, variant{labels: importedSlicesSelector}}} {
+		if *v.into, err = adapt(string(b), v.v); err != nil {
+			return set, err
+		}
+	}
+	return set, nil
+}
+
+// adapt rewrites a Corefile of one server block, directive by directive.
+func adapt(text string, v variant) (string, error) {
 	var out strings.Builder
 	depth, skip, sawMCS := 0, false, false
 	for line := range strings.Lines(text) {
@@ -50,10 +76,10 @@ func adapt(text string, keepMCS bool) (string, error) {
 		case depth == 0 && opens == 1:
 			out.WriteString(".:{{.Port}} {\n    bind 127.0.0.1\n")
 		case depth == 1:
-			skip = leftOut[name] || (name == "mcs" && !keepMCS)
+			skip = leftOut[name] || (name == "mcs" && v.dropMCS)
 			sawMCS = sawMCS || name == "mcs"
 			if !skip {
-				out.WriteString(directive(name, line))
+				out.WriteString(directive(name, line, v))
 			}
 		case !skip && depth == 2 && name == "cluster":
 			out.WriteString("        cluster {{.Context}}\n")
@@ -69,11 +95,13 @@ func adapt(text string, keepMCS bool) (string, error) {
 }
 
 // directive is the first line of a directive, made to run here.
-func directive(name, line string) string {
-	switch name {
-	case "ready":
+func directive(name, line string, v variant) string {
+	switch {
+	case name == "ready":
 		return "    ready 127.0.0.1:{{.ReadyPort}}\n"
-	case "mcs", "kubernetes":
+	case name == "kubernetes" && v.labels != "":
+		return line + "        kubeconfig {{.Kubeconfig}} {{.Context}}\n        labels " + v.labels + "\n"
+	case name == "mcs" || name == "kubernetes":
 		return line + "        kubeconfig {{.Kubeconfig}} {{.Context}}\n"
 	}
 	return line

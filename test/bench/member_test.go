@@ -6,14 +6,14 @@ import (
 )
 
 func TestMemberCorefiles(t *testing.T) {
-	member, stock, err := memberCorefiles("../..")
+	set, err := memberCorefiles("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name, text string
 		mcs        bool
-	}{{"member", member, true}, {"stock", stock, false}} {
+	}{{"member", set.member, true}, {"stock", set.stock, false}, {"member-labels", set.labels, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, want := range []string{".:{{.Port}} {\n    bind 127.0.0.1\n", "    ready 127.0.0.1:{{.ReadyPort}}\n", "    cache 30", "    loadbalance\n",
 				"    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        kubeconfig {{.Kubeconfig}} {{.Context}}\n"} {
@@ -30,9 +30,20 @@ func TestMemberCorefiles(t *testing.T) {
 			if hasMCS != c.mcs {
 				t.Errorf("mcs stanza present %t, want %t, in\n%s", hasMCS, c.mcs, c.text)
 			}
+			hasLabels := strings.Contains(c.text, "        kubeconfig {{.Kubeconfig}} {{.Context}}\n        labels endpointslice.kubernetes.io/managed-by notin (mcs-controller.coredns-mcs.io)\n")
+			if want := c.name == "member-labels"; hasLabels != want || strings.Count(c.text, "labels") != strings.Count(set.member, "labels")+btoi(want) {
+				t.Errorf("labels selector present %t, want %t, in\n%s", hasLabels, want, c.text)
+			}
 			if strings.Count(c.text, "{") != strings.Count(c.text, "}") {
 				t.Errorf("unbalanced braces in\n%s", c.text)
 			}
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

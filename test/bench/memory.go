@@ -15,62 +15,111 @@ import (
 // readings one second apart; the largest is reported.
 const rssSamples = 10
 
-// memoryResult compares the resident memory of mcs alone with the
-// kubernetes plugin's (multicluster on) holding the same objects.
-type memoryResult struct {
-	mcs, kube memoryReading
-}
-
+// memoryReading is one process's resident memory holding the objects.
 type memoryReading struct {
 	rss   int64 // max VmRSS over the samples, bytes
 	hwm   int64 // VmHWM at the last sample: the peak, during the initial sync
 	ready time.Duration
 }
 
-// compareMemory starts both processes at once, waits until both are ready
-// and -settle has passed, then samples them. The kubernetes process stays up
-// for the query comparisons and is returned; the mcs-only one is stopped.
-func compareMemory(ctx context.Context, o options, servers *fleet) (memoryResult, *server, error) {
-	kube, err := servers.launch("kubernetes", corefileKubernetes)
-	if err != nil {
-		return memoryResult{}, nil, err
-	}
-	mcs, err := servers.launch("mcs-only", corefileMCS)
-	if err != nil {
-		return memoryResult{}, nil, err
-	}
-	res, err := sampleMemory(ctx, o, mcs, kube)
-	if err != nil {
-		return memoryResult{}, nil, err
-	}
-	log.Printf("RSS: mcs %s, kubernetes %s", mib(res.mcs.rss), mib(res.kube.rss))
-	return res, kube, servers.remove(mcs)
+// peak is the most the process held: its high-water mark, or a later
+// sample should the heap have grown past it since.
+func (m memoryReading) peak() int64 { return max(m.rss, m.hwm) }
+
+// memoryResult is every process measured, by name.
+type memoryResult map[string]memoryReading
+
+// memProc is a process of the memory comparison.
+type memProc struct{ name, corefile string }
+
+// memoryComparison is a ratio the report shows: the measured process's RSS
+// over the reference's, with a bound when it is a target (0: shown only).
+type memoryComparison struct {
+	what                string
+	measured, reference string
+	max                 float64
 }
 
-func sampleMemory(ctx context.Context, o options, mcs, kube *server) (memoryResult, error) {
-	var res memoryResult
-	for _, s := range []*server{kube, mcs} {
+// Process names of the memory comparison that the query contests use too.
+const (
+	procKubernetes   = "kubernetes"
+	procMCSOnly      = "mcs-only"
+	procMember       = "member"
+	procStock        = "stock"
+	procMemberLabels = "member-labels"
+)
+
+// memoryComparisons are the report's memory rows, in order.
+var memoryComparisons = []memoryComparison{
+	{"RSS, mcs alone vs kubernetes with multicluster", procMCSOnly, procKubernetes, maxRSSRatio},
+	{"RSS, member Corefile vs stock kubeadm Corefile", procMember, procStock, maxMemberRatio},
+	{"RSS, member Corefile with the kubernetes plugin's labels selector vs without", procMemberLabels, procMember, 0},
+}
+
+// memoryGroups are the processes compared, a group at a time: the processes
+// of a group start at once, and a group starts once the one before is
+// sampled, so that each initial list competes with as few others for the
+// API server and the two cores as the comparison allows.
+func memoryGroups(c memberCorefileSet) [][]memProc {
+	return [][]memProc{
+		{{procKubernetes, corefileKubernetes}, {procMCSOnly, corefileMCS}},
+		{{procMember, c.member}, {procStock, c.stock}, {procMemberLabels, c.labels}},
+	}
+}
+
+// compareMemory starts each group, waits until its processes are ready and
+// -settle has passed, then samples them. The processes are left running,
+// by name: the query contests and the answer comparison use some of them.
+func compareMemory(ctx context.Context, o options, servers *fleet, groups [][]memProc) (memoryResult, map[string]*server, error) {
+	res, procs := memoryResult{}, map[string]*server{}
+	for _, g := range groups {
+		var started []*server
+		for _, p := range g {
+			s, err := servers.launch(p.name, p.corefile)
+			if err != nil {
+				return nil, nil, err
+			}
+			procs[p.name] = s
+			started = append(started, s)
+		}
+		if err := sampleMemory(ctx, o, started, res); err != nil {
+			return nil, nil, err
+		}
+	}
+	return res, procs, nil
+}
+
+// sampleMemory records into res the readings of procs once every one of
+// them is ready and -settle has passed.
+func sampleMemory(ctx context.Context, o options, procs []*server, res memoryResult) error {
+	for _, s := range procs {
 		if err := s.waitReady(ctx); err != nil {
-			return res, err
+			return err
 		}
 	}
 	log.Printf("sampling RSS in %s", o.settle)
 	if err := sleep(ctx, o.settle); err != nil {
-		return res, err
+		return err
 	}
 	for range rssSamples {
-		if err := res.mcs.sample(mcs); err != nil {
-			return res, err
-		}
-		if err := res.kube.sample(kube); err != nil {
-			return res, err
+		for _, s := range procs {
+			m := res[s.Name()]
+			if err := m.sample(s); err != nil {
+				return err
+			}
+			res[s.Name()] = m
 		}
 		if err := sleep(ctx, time.Second); err != nil {
-			return res, err
+			return err
 		}
 	}
-	res.mcs.ready, res.kube.ready = mcs.ready, kube.ready
-	return res, nil
+	for _, s := range procs {
+		m := res[s.Name()]
+		m.ready = s.ready
+		res[s.Name()] = m
+		log.Printf("RSS of %s: %s, peak %s", s.Name(), mib(m.rss), mib(m.hwm))
+	}
+	return nil
 }
 
 func (m *memoryReading) sample(s *server) error {

@@ -129,7 +129,12 @@ func (w *world) ensure(ctx context.Context) (objectCounts, error) {
 	if err != nil {
 		return objectCounts{}, err
 	}
-	counts := objectCounts{total: n*(1+w.opts.clusters) + w.opts.native + w.opts.plain, created: int(created.Load()), took: time.Since(start)}
+	extras, err := w.ensureExtras(ctx)
+	if err != nil {
+		return objectCounts{}, err
+	}
+	created.Add(int64(extras))
+	counts := objectCounts{total: n*(1+w.opts.clusters) + w.opts.native + w.opts.plain + extrasCount(w.opts), created: int(created.Load()), took: time.Since(start)}
 	log.Printf("%d objects in namespace %s, %d of them written in %s", counts.total, w.opts.namespace, counts.created, counts.took.Round(time.Second))
 	return counts, nil
 }

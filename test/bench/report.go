@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,8 @@ type results struct {
 	goBench  []string
 	objects  objectCounts
 	memory   memoryResult
+	shipped  shippedResources
+	answers  answerComparison
 	dns      []*contest
 	failover []failoverResult
 }
@@ -59,8 +62,20 @@ func (r *results) summary(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s through the member Corefile, after the slice update: p99 (p50) of %d | %s (%s) | | | ≤ %s | %s |\n", what, len(f.over),
 			pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, benchreport.YesNo(pct(f.over, 0.99) <= maxFailoverP99))
 	}
-	m := r.memory
-	row(b, "RSS, mcs alone vs kubernetes with multicluster", float64(m.mcs.rss), float64(m.kube.rss), func(v float64) string { return mib(int64(v)) }, atMost(maxRSSRatio))
+	for _, c := range memoryComparisons {
+		row(b, c.what, float64(r.memory[c.measured].rss), float64(r.memory[c.reference].rss), func(v float64) string { return mib(int64(v)) }, atMost(c.max))
+	}
+	member := r.memory[procMember]
+	for _, c := range r.shipped.checks(member) {
+		rel := "≥"
+		if !c.atLeast {
+			rel = "≤"
+		}
+		fmt.Fprintf(b, "| shipped CoreDNS (%s), %s | %s | | | %s %s | %s |\n", memberKustomization, c.what, mib(c.have), rel, mib(c.want), benchreport.YesNo(c.met()))
+	}
+	a := r.answers
+	fmt.Fprintf(b, "| answers, member Corefile with vs without the labels selector: questions answered differently | %d of %d | | | 0, to ship the selector | %s |\n",
+		len(a.differ), a.queries, benchreport.YesNo(len(a.differ) == 0))
 }
 
 // target is a bound on a ratio; none (0) for a figure shown to explain the
@@ -134,12 +149,56 @@ func (r *results) dnsperfDetails(b *strings.Builder) {
 }
 
 func (r *results) memoryDetails(b *strings.Builder) {
-	m := r.memory
 	fmt.Fprintf(b, "\n## Memory\n\n")
-	fmt.Fprintf(b, "VmRSS: the largest of %d samples one second apart, taken %s after the process was ready (informers synced), before any query.\n\n", rssSamples, r.opts.settle)
+	fmt.Fprintf(b, "VmRSS: the largest of %d samples one second apart, taken %s after the process was ready (informers synced), before any query. Processes started together, a group at a time: %s.\n\n",
+		rssSamples, r.opts.settle, groupsText())
 	fmt.Fprintf(b, "| process | ready after | RSS | peak RSS (VmHWM) |\n|---|---|---|---|\n")
-	fmt.Fprintf(b, "| mcs alone | %s | %s | %s |\n", m.mcs.ready.Round(10*time.Millisecond), mib(m.mcs.rss), mib(m.mcs.hwm))
-	fmt.Fprintf(b, "| kubernetes, multicluster | %s | %s | %s |\n", m.kube.ready.Round(10*time.Millisecond), mib(m.kube.rss), mib(m.kube.hwm))
+	for _, g := range memoryGroups(memberCorefileSet{}) {
+		for _, p := range g {
+			m := r.memory[p.name]
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", p.name, m.ready.Round(10*time.Millisecond), mib(m.rss), mib(m.hwm))
+		}
+	}
+	s := r.shipped
+	fmt.Fprintf(b, "\nShipped in %s (kustomize build): memory request %s, limit %s, GOMEMLIMIT %s. ", memberKustomization, mib(s.request), mib(s.limit), mib(s.goMemLimit))
+	fmt.Fprintf(b, "The rule, from the member Corefile's process: request ≥ its RSS, limit ≥ %.0f × its peak, GOMEMLIMIT %.0f–%.0f%% of the limit.\n",
+		limitPerPeak, 100*minGoMemLimitShare, 100*maxGoMemLimitShare)
+	r.answerDetails(b)
+}
+
+// groupsText names the memory comparison's processes by group.
+func groupsText() string {
+	var gs []string
+	for _, g := range memoryGroups(memberCorefileSet{}) {
+		var names []string
+		for _, p := range g {
+			names = append(names, p.name)
+		}
+		gs = append(gs, strings.Join(names, ", "))
+	}
+	return strings.Join(gs, "; then ")
+}
+
+// answerDetails lists the kinds of questions the labels selector changes.
+func (r *results) answerDetails(b *strings.Builder) {
+	a := r.answers
+	fmt.Fprintf(b, "\n## Answers with the labels selector\n\n")
+	fmt.Fprintf(b, "The kubernetes plugin of the member Corefile with `labels %s` against without, the same Corefile otherwise: %d questions about every object of the namespace but the fixture's svc-<i>, of which %d (every %s), each asked of both over UDP (TCP when truncated); responses compared packed, the ID, SOA serials and the order within a section set aside. %d differ (every one in %s/answers.diff):\n\n",
+		importedSlicesSelector, a.queries, a.services, ordinal(max(1, r.opts.services/r.opts.compare)), len(a.differ), r.opts.outDir)
+	if len(a.differ) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "| question (numbers as N) | differ | first | without the selector | with it |\n|---|---|---|---|---|\n")
+	for _, k := range diffKinds(a.differ) {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", k.kind, k.n, k.first.q, k.first.without, k.first.with)
+	}
+}
+
+func ordinal(n int) string {
+	if n == 1 {
+		return "one"
+	}
+	return strconv.Itoa(n) + "th"
 }
 
 // p99Pair shows one p99 statistic of both sides and their ratio.
