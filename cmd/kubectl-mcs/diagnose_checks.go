@@ -236,7 +236,7 @@ func leaseChecks(w *world, m *memberState, now time.Time) []Check {
 	for _, c := range m.imp.Status.Clusters {
 		p := c.Cluster
 		name := "Lease " + api.LeaseNamespace + "/" + api.LeasePrefix + p + " is fresh"
-		fix := "mcs-controller renews it while it reaches " + p + ": is it running, and mcs_member_reachable{cluster=\"" + p + "\"} 1? (docs/troubleshooting.md, \"Stale endpoints after a cluster went away\")"
+		fix := "mcs-controller renews it while it reaches " + p + ": is it running, and mcs_member_reachable{cluster=\"" + p + "\"} 1? Its log line \"Cannot renew Lease\" with cluster=\"" + m.cluster + "\" says why it cannot write it (docs/troubleshooting.md, \"Stale endpoints after a cluster went away\")"
 		l := m.leases[p]
 		switch {
 		case l == nil:

@@ -240,53 +240,6 @@ func statusSays(r Report, pods int) error {
 	return nil
 }
 
-// diagnose passes every check of a healthy service, and on a member whose
-// Corefile names it otherwise fails, saying so and how to fix it, with a
-// non-zero exit.
-func TestDiagnose(t *testing.T) {
-	l := labtest.Get(t)
-	l.InstallCRDs(t)
-	ns := l.Namespace(t)
-	ctl := ns + "-mcs"
-	l.NamedNamespace(t, ctl, labtest.Hub)
-	for _, m := range []string{labtest.Member1, labtest.Member2} {
-		join := []string{"join", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl}
-		if out, err := kubectlMCS(t, join...); err != nil { // the controller's RBAC in the member
-			t.Fatalf("join: %v\n%s", err, out)
-		}
-		t.Cleanup(func() {
-			_, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl)
-		})
-		corefile(t, m, m)
-	}
-	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"), "--kubeconfig", l.KubeconfigOf(t, labtest.Hub),
-		"--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false")
-	labtest.Eventually(t, time.Minute, process.HTTPOK("http://"+addr+"/readyz"))
-	dnsAddr := labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), labtest.Member2, time.Minute)
-	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
-	provide(t, ns)
-
-	diagnose := []string{"diagnose", "foo", "-n", ns, "--hub-context", labtest.Hub, "--controller-namespace", ctl, "--dns", "member2=" + dnsAddr}
-	labtest.Eventually(t, time.Minute, func(context.Context) error {
-		if out, err := kubectlMCS(t, diagnose...); err != nil || !strings.Contains(out, "checks, 0 failed") {
-			return fmt.Errorf("%v\n%s", err, out)
-		}
-		return nil
-	})
-
-	corefile(t, labtest.Member2, "member9")
-	out, err := kubectlMCS(t, diagnose...)
-	t.Logf("kubectl mcs %s:\n%s", strings.Join(diagnose, " "), out)
-	for _, want := range []string{"FAIL  member2: CoreDNS's Corefile names it member2: the mcs stanza says cluster member9", "fix: set `cluster member2` in the mcs stanza"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("diagnose of a wrong Corefile: want %q in\n%s", want, out)
-		}
-	}
-	if err == nil {
-		t.Error("diagnose with a failed check succeeded, want an error (a non-zero exit)")
-	}
-}
-
 // corefile makes member's ConfigMap kube-system/coredns the shipped member
 // Corefile naming cluster, as deploy/overlays does, for the rest of the
 // test (the lab runs no CoreDNS of its own).
