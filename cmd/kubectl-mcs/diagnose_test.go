@@ -55,6 +55,7 @@ type scene struct {
 	notReady                       string // the ready plugin's 503 body
 	metrics                        string
 	secrets                        map[string]*CredentialReport
+	unreachable, noMCSAPI          string // a member that does not answer; one without the MCS API
 	dnsServers                     map[string]string
 }
 
@@ -144,7 +145,14 @@ func (s *scene) world(t *testing.T) *world {
 	exports := map[string][]runtime.Object{"member1": {s.export1}, "member2": {s.import2}}
 	for _, cluster := range []string{"member1", "member2"} {
 		kube := kubefake.NewClientset(present(members[cluster])...)
-		kube.Resources = []*metav1.APIResourceList{{GroupVersion: "multicluster.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "serviceimports"}, {Name: "serviceexports"}}}}
+		if cluster != s.noMCSAPI {
+			kube.Resources = []*metav1.APIResourceList{{GroupVersion: "multicluster.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "serviceimports"}, {Name: "serviceexports"}}}}
+		}
+		if cluster == s.unreachable {
+			kube.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, fmt.Errorf("dial tcp 10.0.0.2:6443: connect: connection refused")
+			})
+		}
 		kube.PrependReactor("create", "subjectaccessreviews", s.review)
 		kube.PrependProxyReactor("pods", s.proxy)
 		m := readMember(t.Context(), cluster, "demo", "foo", kube, mcsfake.NewSimpleClientset(present(exports[cluster])...))
@@ -246,6 +254,10 @@ func TestDiagnoseNamesTheFirstBrokenLink(t *testing.T) {
 		}, linkMember, "member2", "its credentials expired at", "kubectl mcs join member2 --context member2"},
 		{"the controller's RBAC revoked", func(s *scene) { s.denied[controller+" create serviceimports"] = true },
 			linkMember, "member1", "denied: create multicluster.x-k8s.io/serviceimports", "kubectl mcs join member1 --context member1"},
+		{"a member unreachable", func(s *scene) { s.unreachable = "member2" },
+			linkMember, "member2", "connection refused", "--member-context member2=CONTEXT"},
+		{"no MCS API", func(s *scene) { s.noMCSAPI = "member1" },
+			linkMember, "member1", "no version of the MCS API is served", "apply deploy/mcs-api"},
 		{"an export of no Service", func(s *scene) {
 			s.export1.Status.Conditions[0] = metav1.Condition{Type: "Valid", Status: "False", Reason: "NoService", Message: "no Service demo/foo"}
 		}, linkExport, "member1", "Valid=False (NoService): no Service demo/foo", "reason NoService"},
