@@ -37,6 +37,7 @@ type memberValues struct {
 	PriorityClassName   string `json:"priorityClassName"`
 	Service             struct{ Name string }
 	Resources           map[string]any `json:"resources"`
+	Env                 []any          `json:"env"`
 	PodDisruptionBudget map[string]any `json:"podDisruptionBudget"`
 	ServiceAccount      struct {
 		Create bool
@@ -157,6 +158,11 @@ func TestMemberValuesDeployment(t *testing.T) {
 	}
 	if !reflect.DeepEqual(asJSON(t, v.Resources), asJSON(t, c["resources"])) {
 		t.Errorf("the values' resources are %v, want the overlay's %v", v.Resources, c["resources"])
+	}
+	// The chart's env value is the container's env: GOMEMLIMIT, say, goes
+	// with the memory limit.
+	if !reflect.DeepEqual(asJSON(t, v.Env), asJSON(t, c["env"])) {
+		t.Errorf("the values' env is %v, want the overlay's %v", v.Env, c["env"])
 	}
 	pdb := find(t, objs, "PodDisruptionBudget", "coredns")
 	spec, _, _ := unstructured.NestedMap(pdb.Object, "spec")
