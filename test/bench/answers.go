@@ -97,8 +97,8 @@ func exchange(q dnsQuery, addr string) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(q.name, q.qtype)
 	var last error
-	for _, net := range []string{"udp", "udp", "udp", "tcp"} {
-		c := &dns.Client{Net: net, Timeout: 2 * time.Second}
+	for _, proto := range []string{"udp", "udp", "udp", "tcp"} {
+		c := &dns.Client{Net: proto, Timeout: 2 * time.Second}
 		r, _, err := c.Exchange(m, addr)
 		if err == nil && !r.Truncated {
 			return r, nil
@@ -153,18 +153,18 @@ func writeDiffs(path string, diffs []answerDiff) error {
 // digits are what the kinds of differing names are told apart without.
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// diffKinds groups the differing questions by type and name with the
-// numbers left out, in order, with the count and first question of each.
-func diffKinds(diffs []answerDiff) []struct {
+// diffKind is the differing questions of one type and name shape: how
+// many, and the first.
+type diffKind struct {
 	kind  string
 	n     int
 	first answerDiff
-} {
-	var out []struct {
-		kind  string
-		n     int
-		first answerDiff
-	}
+}
+
+// diffKinds groups the differing questions by type and name with the
+// numbers left out, in order.
+func diffKinds(diffs []answerDiff) []diffKind {
+	var out []diffKind
 	index := map[string]int{}
 	for _, d := range diffs {
 		k := dns.TypeToString[d.q.qtype] + " " + digits.ReplaceAllString(d.q.name, "N")
@@ -172,11 +172,7 @@ func diffKinds(diffs []answerDiff) []struct {
 		if !ok {
 			i = len(out)
 			index[k] = i
-			out = append(out, struct {
-				kind  string
-				n     int
-				first answerDiff
-			}{kind: k, first: d})
+			out = append(out, diffKind{kind: k, first: d})
 		}
 		out[i].n++
 	}
