@@ -18,14 +18,16 @@ lab_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root_dir=$(cd "${lab_dir}/../.." && pwd)
 bin_dir=${root_dir}/_output/bin
 
-# name=package; the binary name is what labctl executes, and kubectl is
-# what make demo shows and the README's commands use.
+# name=package; the binary name is what labctl executes, kubectl is
+# what make demo shows and the README's commands use, and kubeadm runs its
+# CoreDNS add-on phase against a member (deploy/kubeadm_lab_test.go).
 lab_tools=(
 	etcd=go.etcd.io/etcd/server/v3
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
 	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
 	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+	kubeadm=k8s.io/kubernetes/cmd/kubeadm
 	kubectl=k8s.io/kubernetes/cmd/kubectl
 	kwok=sigs.k8s.io/kwok/cmd/kwok
 )
