@@ -2,11 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -57,5 +61,48 @@ func TestHungConsumerDelaysNoLease(t *testing.T) {
 				t.Errorf("%s: %s between renewals while member2 hangs, want about %s", c, gap, every)
 			}
 		}
+	}
+}
+
+// A member whose admission policy refuses the controller any write in
+// mcs-system, the Namespace included (deploy/member), gets its Leases all
+// the same: the Namespace is written only when a Lease cannot be made for
+// its lack.
+func TestLeaseNeedsNoNamespaceWrite(t *testing.T) {
+	f := newFixture(t, world{m1: {ns1()}, m2: {ns1()}, m3: {ns1()}})
+	var namespaceWrites atomic.Int32
+	f.kube[m2].PrependReactor("create", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+		namespaceWrites.Add(1)
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, api.LeaseNamespace, errors.New("mcs-controller writes nothing in namespace mcs-system"))
+	})
+	var present atomic.Bool // member3 lacks the namespace at first
+	f.kube[m3].PrependReactor("create", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if !present.Swap(true) {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, api.LeaseNamespace)
+		}
+		return false, nil, nil
+	})
+	r := &leases.Renewer{Members: f.reg, Holder: "test", Duration: time.Second, Every: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	for _, c := range []string{m2, m3} {
+		err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := f.kube[c].CoordinationV1().Leases(api.LeaseNamespace).Get(ctx, api.LeasePrefix+m1, metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Errorf("%s has no Lease %s%s", c, api.LeasePrefix, m1)
+		}
+	}
+	if n := namespaceWrites.Load(); n != 0 {
+		t.Errorf("%d writes of Namespace %s into member2, which has it, want none", n, api.LeaseNamespace)
+	}
+	if _, err := f.kube[m3].CoreV1().Namespaces().Get(t.Context(), api.LeaseNamespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("member3, which lacked it, has no Namespace %s: %v", api.LeaseNamespace, err)
 	}
 }

@@ -125,19 +125,29 @@ func (r *Renewer) renew(ctx context.Context, c *members.Member, provider string)
 	return err
 }
 
+// create makes the Lease. Its namespace is made only when it is missing
+// (a member set up by hand): deploy/member makes it, and the member's
+// admission policy refuses the controller any write in it, the Namespace's
+// own included, so that writing it first would fail with Forbidden where
+// the namespace exists.
 func (r *Renewer) create(ctx context.Context, c *members.Member, k pair) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.LeaseNamespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
-	if _, err := c.Control.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		members.CountWrite(c.Name, "Namespace", "create", err)
-		return err
-	}
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: api.LeaseNamespace,
 		Name:      api.LeasePrefix + k.provider,
 		Labels:    map[string]string{api.LabelManagedBy: api.ManagedBy},
 	}}
 	r.fill(l)
-	got, err := c.Control.CoordinationV1().Leases(api.LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
+	leases := c.Control.CoordinationV1().Leases(api.LeaseNamespace)
+	got, err := leases.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.LeaseNamespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
+		_, err = c.Control.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		members.CountWrite(c.Name, "Namespace", "create", err)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		got, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	}
 	members.CountWrite(c.Name, "Lease", "create", err)
 	r.remember(k, got, err)
 	return err
