@@ -15,10 +15,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -58,7 +56,7 @@ func TestDiagnose(t *testing.T) {
 	// The controller renews no token (--renew-credentials-before 0), so
 	// that diagnose sees join's 10-minute token below about to lapse.
 	controllerArgs := []string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false", "--probe-interval", "1s", "--renew-credentials-before", "0"}
-	sourceLease(t)
+	sourceLeaseCleaned(t)
 	controller := startLabController(t, controllerArgs)
 	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
 	provide(t, ns)
@@ -156,21 +154,16 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
-// sourceLease makes the Lease source-member1 in member2 for the controller
-// to renew. The controller cannot make it itself through a join's
-// account: it creates Namespace mcs-system first, and deploy/member's
-// admission policy refuses every write of that account there, Namespace
-// included, with Forbidden rather than AlreadyExists, so no Lease is ever
-// created (diagnose found this: "there is none"; reported). An existing
-// Lease it renews, as Leases are not among what the policy bounds.
-func sourceLease(t *testing.T) {
+// sourceLeaseCleaned deletes, at the end, the Lease source-member1 that
+// the controller makes in member2 through the join's account (which
+// deploy/member's admission policy keeps out of every other write in
+// mcs-system): the lab's later tests start without it.
+func sourceLeaseCleaned(t *testing.T) {
 	t.Helper()
 	leases := labtest.Get(t).Client(t, labtest.Member2).CoordinationV1().Leases(api.LeaseNamespace)
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.LeaseNamespace, Name: api.LeasePrefix + labtest.Member1}}
-	if _, err := leases.Create(t.Context(), l, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = leases.Delete(context.Background(), l.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = leases.Delete(context.Background(), api.LeasePrefix+labtest.Member1, metav1.DeleteOptions{})
+	})
 }
 
 // diagnoser runs one diagnose command and checks what it says.
