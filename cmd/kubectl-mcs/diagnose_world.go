@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -158,7 +157,7 @@ func (m *memberState) readCoreDNS(ctx context.Context, _, _ string, _ mcsclient.
 // Service (with a MultiClusterService) or with a ServiceExport (without).
 func (w *world) providers() []string {
 	if w.mcsvc != nil && len(w.mcsvc.Spec.ServiceProvisionClusters) > 0 {
-		return clusterNames(w.mcsvc.Spec.ServiceProvisionClusters)
+		return v1alpha1.Names(w.mcsvc.Spec.ServiceProvisionClusters)
 	}
 	var out []string
 	for _, m := range w.members {
@@ -173,21 +172,12 @@ func (w *world) providers() []string {
 // MultiClusterService's consumption clusters, else every member.
 func (w *world) consumers() []string {
 	if w.mcsvc != nil && len(w.mcsvc.Spec.ServiceConsumptionClusters) > 0 {
-		return clusterNames(w.mcsvc.Spec.ServiceConsumptionClusters)
+		return v1alpha1.Names(w.mcsvc.Spec.ServiceConsumptionClusters)
 	}
 	var out []string
 	for _, m := range w.members {
 		out = append(out, m.cluster)
 	}
-	return out
-}
-
-func clusterNames(cs []v1alpha1.ClusterName) []string {
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, string(c))
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -290,7 +290,7 @@ func clusters(in *Input) (provision, consumption []string) {
 			}
 		}
 		if l := in.MCS.Spec.ServiceConsumptionClusters; len(l) > 0 {
-			consumption = names(l)
+			consumption = v1alpha1.Names(l)
 		}
 	}
 	return slices.Sorted(maps.Keys(set)), consumption
@@ -353,15 +353,6 @@ func (p *Plan) allowed(in *Input, provision []string) []string {
 		}
 		return true
 	})
-}
-
-func names(l []v1alpha1.ClusterName) []string {
-	out := make([]string, 0, len(l))
-	for _, c := range l {
-		out = append(out, string(c))
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 func union(a, b []string) []string {
