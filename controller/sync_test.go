@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -455,6 +456,76 @@ func TestPortConflict(t *testing.T) {
 		t.Errorf("import %+v, want member1's port 80 and both clusters", imp)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
+}
+
+// The MCS API conformance suite's asymmetric ports (KEP-1645): member1
+// exports 42/TCP and 42/UDP, member2 later 42/TCP and 142/SCTP. The
+// import has the union, and both exports say Conflict=True PortConflict,
+// each naming the ports its own Service lacks; once the Services agree,
+// both say NoConflicts and the import has their ports again.
+func TestAsymmetricPortsConflict(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), withPorts(service("foo", false, t0), "tcp/42/TCP", "udp/42/UDP"), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()}, m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	later := withPorts(service("foo", false, t0.Add(time.Hour)), "tcp/42/TCP", "stcp/142/SCTP")
+	f.change(m2, later, "create")
+	f.change(m2, export("foo", t0.Add(time.Hour)), "create")
+	// Every consumer's derived Service and import get the union; both
+	// exports' status changes, member1's too, though it lost nothing.
+	union := []string{"update services demo/derived-foo", "update serviceimports demo/foo", "update serviceimports/status demo/foo"}
+	expect(t, "member2 exports", f.sync("demo/foo"), writes{
+		hub: {"create configmaps mcs-system/export-ages.demo.foo"},
+		m1:  append(slices.Clone(union), "update serviceexports/status demo/foo"),
+		m2:  append(slices.Clone(union), "update serviceexports/status demo/foo"),
+		m3:  union,
+	})
+	expectPorts(t, f, "tcp/42/TCP", "udp/42/UDP", "stcp/142/SCTP")
+	expectConflict(t, f, m1, "True/PortConflict", "member1's Service lacks the port(s) 142/SCTP")
+	expectConflict(t, f, m2, "True/PortConflict", "member2's Service lacks the port(s) 42/UDP")
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	f.change(m2, withPorts(later, "tcp/42/TCP", "udp/42/UDP"), "update")
+	f.sync("demo/foo")
+	expectPorts(t, f, "tcp/42/TCP", "udp/42/UDP")
+	expectConflict(t, f, m1, "False/NoConflicts", "")
+	expectConflict(t, f, m2, "False/NoConflicts", "")
+}
+
+// withPorts gives s the ports "name/number/protocol".
+func withPorts(s *corev1.Service, ports ...string) *corev1.Service {
+	s = s.DeepCopy()
+	s.Spec.Ports = nil
+	for _, p := range ports {
+		name, rest, _ := strings.Cut(p, "/")
+		number, protocol, _ := strings.Cut(rest, "/")
+		n, _ := strconv.Atoi(number)
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: name, Port: int32(n), Protocol: corev1.Protocol(protocol)})
+	}
+	return s
+}
+
+// expectPorts checks member3's import has the ports "name/number/protocol", in order.
+func expectPorts(t *testing.T, f *fixture, want ...string) {
+	t.Helper()
+	var got []string
+	for _, p := range f.importOf(m3, "foo").Spec.Ports {
+		got = append(got, fmt.Sprintf("%s/%d/%s", p.Name, p.Port, p.Protocol))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("import ports %v, want %v", got, want)
+	}
+}
+
+// expectConflict checks the Conflict condition of cluster's export:
+// status/reason, and a message that says msg.
+func expectConflict(t *testing.T, f *fixture, cluster, want, msg string) {
+	t.Helper()
+	c := meta.FindStatusCondition(f.exportOf(cluster, "foo").Status.Conditions, "Conflict")
+	if c == nil || string(c.Status)+"/"+c.Reason != want || !strings.Contains(c.Message, msg) {
+		t.Errorf("%s's Conflict condition %+v, want %s saying %q", cluster, c, want, msg)
+	}
 }
 
 // The hub's Service is propagated to provision and consumption clusters,
