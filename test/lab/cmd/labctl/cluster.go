@@ -55,6 +55,17 @@ func (c cluster) kubernetesServiceIP() (netip.Addr, error) {
 	return p.Addr().Next(), nil
 }
 
+// dnsServiceIP is the cluster DNS Service's ClusterIP, which kubeadm
+// makes the tenth address of the service CIDR, and which the lab's kubelet
+// writes into its pods' resolv.conf.
+func (c cluster) dnsServiceIP() netip.Addr {
+	a := netip.MustParsePrefix(c.serviceCIDR).Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	return a
+}
+
 // lab holds the paths of a lab: binaries in binDir, state in dir.
 type lab struct {
 	binDir string

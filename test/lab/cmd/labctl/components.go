@@ -58,7 +58,7 @@ var (
 		timeout: apiserverTimeout,
 		// Not kwok: its pool of pod addresses lives in memory, and a new
 		// kwok would give out addresses of running pods again.
-		clients: []*component{controllerManager, scheduler, kubeProxy},
+		clients: []*component{controllerManager, scheduler, kubeProxy, podRunner},
 	}
 	controllerManager = &component{
 		name:  "kube-controller-manager",
@@ -81,9 +81,10 @@ var (
 		timeout: setupTimeout,
 	}
 	kwok = &component{
-		name: "kwok",
-		args: kwokArgs,
-		env:  []string{"GOGC=50"},
+		name:  "kwok",
+		ports: []int{kwokServerPort},
+		args:  kwokArgs,
+		env:   []string{"GOGC=50"},
 		ready: func(_ cluster, cl *clients) readiness {
 			return readiness{"node " + nodeName + " Ready", cl.nodeReady}
 		},
@@ -100,15 +101,28 @@ var (
 		},
 		timeout: setupTimeout,
 	}
+	// podRunner is labctl kubelet (kubelet.go), in a lab with its network
+	// only: it runs the pods whose images have a stand-in and serves exec.
+	podRunner = &component{
+		name:  "kubelet",
+		bin:   "labctl",
+		ports: []int{kubeletPort},
+		args:  func(_ *lab, c cluster) []string { return []string{"kubelet", c.name} },
+		ready: func(c cluster, _ *clients) readiness {
+			return readiness{"/healthz", httpsHealthy(c.addr(kubeletPort))}
+		},
+		timeout: setupTimeout,
+	}
 )
 
 // components are in start order, those every lab has.
 var components = []*component{etcd, apiserver, controllerManager, scheduler, kwok}
 
-// components are this lab's: kube-proxy too when it has its network.
+// components are this lab's: kube-proxy and the pods' kubelet too when it
+// has its network.
 func (l *lab) components() []*component {
 	if l.hasNetwork() {
-		return append(slices.Clip(components), kubeProxy)
+		return append(slices.Clip(components), kubeProxy, podRunner)
 	}
 	return components
 }
@@ -158,6 +172,9 @@ func apiserverArgs(l *lab, c cluster) []string {
 		// Service's endpoints.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
+		// kwok's node has no resolvable host name; exec goes to the
+		// lab's kubelet at the node's address (kubelet.go).
+		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--runtime-config=" + strings.Join(disabledAPIs, ","),
@@ -230,6 +247,11 @@ func kwokArgs(l *lab, c cluster) []string {
 		// fallback for a node that has none.
 		"--cidr=" + c.podCIDR,
 		"--node-ip=" + c.ip,
+		// The node's kubelet API, in its status, is the lab's kubelet
+		// (kubelet.go); kwok's own server, which a node port turns on,
+		// listens beside it unused.
+		fmt.Sprintf("--node-port=%d", kubeletPort),
+		"--server-address=" + c.addr(kwokServerPort),
 		// kwok renews the node's Lease so the node lifecycle controller
 		// keeps it Ready.
 		"--node-lease-duration-seconds=40",

@@ -43,6 +43,11 @@ const usage = `usage: labctl up|down|status|watch
   hold    stop, then start again once standard input reaches end of file:
           a test stops a component this way, and it comes back however the
           test ends
+
+Components run as labctl node-proxy CLUSTER (kube-proxy in the node's
+network), labctl kubelet CLUSTER (runs pods of the images it has stand-ins
+for, serves exec) and labctl pod-init DIR CONTAINER -- ARGV (a container's
+init, which the kubelet starts).
 `
 
 func main() {
@@ -66,7 +71,12 @@ func valid(args []string) bool {
 	case 1:
 		return slices.Contains([]string{"up", "down", "status", "watch"}, args[0])
 	case 2:
-		return args[0] == "node-proxy"
+		return args[0] == "node-proxy" || args[0] == "kubelet"
+	}
+	if len(args) >= 5 && args[0] == "pod-init" && args[3] == "--" {
+		return true
+	}
+	switch len(args) {
 	case 3:
 		return slices.Contains([]string{"stop", "start", "hold"}, args[0])
 	}
@@ -88,8 +98,13 @@ func run(ctx context.Context, args []string) error {
 	case "watch":
 		return l.watch(os.Stdin)
 	}
-	if args[0] == "node-proxy" {
+	switch args[0] {
+	case "node-proxy":
 		return l.nodeProxy(ctx, args[1])
+	case "kubelet":
+		return l.kubelet(ctx, args[1])
+	case "pod-init":
+		return podInit(args[1], args[2], args[4:])
 	}
 	c, comp, err := l.lookup(args[1], args[2])
 	if err != nil {

@@ -112,7 +112,22 @@ func (l *lab) netUp() error {
 			return errors.Join(err, netDown())
 		}
 	}
+	// Nodes forward their pods' packets, and the pods' network what one
+	// cluster's pod sends to another's (pod.go).
+	for _, ns := range append(nodeNamespaces(), podsNetns) {
+		if err := inNetns(ns, func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644) }); err != nil {
+			return errors.Join(err, netDown())
+		}
+	}
 	return os.WriteFile(l.networkFile(), []byte("on\n"), 0o644)
+}
+
+func nodeNamespaces() []string {
+	var names []string
+	for _, c := range clusters {
+		names = append(names, nodeNetns(c))
+	}
+	return names
 }
 
 // netDown deletes every namespace of the lab; their links go with them.
