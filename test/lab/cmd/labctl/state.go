@@ -214,6 +214,12 @@ func (l *lab) stopAll() error {
 	if err := waitPortsFree(clusters, components); err != nil {
 		return err
 	}
+	// The namespaces are the machine's, not this lab directory's: a lab
+	// without its network (a unit test's) leaves alone those a running
+	// lab of this machine has.
+	if !l.hasNetwork() {
+		return nil
+	}
 	return netDown()
 }
 
