@@ -5,8 +5,6 @@ package deploy_test
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,12 +15,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
 // overlay is a kustomization an operator applies, and the lab cluster that
@@ -44,27 +40,7 @@ const placeholder = "registry.example.com/coredns-mcs/"
 // render is kustomize build of dir (relative to deploy/).
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	text, err := rm.AsYaml()
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(text), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := decoder.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("decoding kustomize build %s: %v", dir, err)
-		}
-		objs = append(objs, u)
-	}
+	return labtest.Kustomize(t, dir)
 }
 
 // find returns the rendered object of that kind and name, or fails.

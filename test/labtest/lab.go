@@ -200,6 +200,24 @@ func (l *Lab) ApplyYAML(t testing.TB, cluster, manifest string) {
 }
 
 func (l *Lab) apply(ctx context.Context, c *clusterClients, u *unstructured.Unstructured) error {
+	ri, err := c.resource(u)
+	if err != nil {
+		return err
+	}
+	// Apply refuses managed fields, and a resource version would make it a
+	// conditional update.
+	u.SetManagedFields(nil)
+	u.SetResourceVersion("")
+	_, err = ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// resource is the dynamic client of u's resource, in u's namespace
+// ("default" for a namespaced object without one, which it sets).
+func (c *clusterClients) resource(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
 	gvk := u.GroupVersionKind()
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
@@ -208,24 +226,15 @@ func (l *Lab) apply(ctx context.Context, c *clusterClients, u *unstructured.Unst
 		mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
 	}
-	var ri dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if u.GetNamespace() == "" {
-			u.SetNamespace(metav1.NamespaceDefault)
-		}
-		ri = c.dynamic.Resource(mapping.Resource).Namespace(u.GetNamespace())
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.dynamic.Resource(mapping.Resource), nil
 	}
-	// Apply refuses managed fields, and a resource version would make it a
-	// conditional update.
-	u.SetManagedFields(nil)
-	u.SetResourceVersion("")
-	_, err = ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if err != nil {
-		return fmt.Errorf("%s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+	if u.GetNamespace() == "" {
+		u.SetNamespace(metav1.NamespaceDefault)
 	}
-	return nil
+	return c.dynamic.Resource(mapping.Resource).Namespace(u.GetNamespace()), nil
 }
 
 func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
