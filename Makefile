@@ -79,6 +79,14 @@ test-fuzz:
 test-lab: build lab-bins
 	$(GO) test -race -count=1 -tags lab -p 1 -timeout 30m ./...
 
+# The upstream MCS API conformance suite on the lab alone (test/conformance,
+# docs/conformance.md); make test-lab runs it too. Its source is
+# MCS_API_CONFORMANCE, else ../shared/mcs-api-conformance; its reports land
+# in _output/conformance.
+.PHONY: conformance
+conformance: build lab-bins
+	$(GO) test -count=1 -tags lab -timeout 30m -run '^TestConformance$$' -v ./test/conformance
+
 # The benchmarks of README.md, Performance (see test/bench/README.md):
 # first the DNS ones, side by side on the lab's member3, printing a table of
 # ratios (also in _output/bench/results.md); then propagation, with the
