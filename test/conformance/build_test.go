@@ -41,7 +41,7 @@ func suiteSource(t *testing.T, root string) string {
 	t.Helper()
 	dir, from := os.Getenv(sourceEnv), sourceEnv
 	if dir == "" {
-		dir, from = filepath.Join(root, defaultSource), "the default, "+defaultSource+" beside the repository,"
+		dir, from = filepath.Join(root, defaultSource), sourceEnv+" unset: the default, beside the clone"
 	}
 	for _, want := range []string{"conformance/go.mod", "LICENSE"} {
 		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
