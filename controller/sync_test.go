@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -493,6 +494,103 @@ func TestAsymmetricPortsConflict(t *testing.T) {
 	expectConflict(t, f, m2, "False/NoConflicts", "")
 }
 
+// The conformance suite's "same port name but different port numbers on
+// each cluster": member1's hello has tcp 42/TCP and udp 42/UDP, member2's,
+// exported a second later, tcp 4242/TCP with target port 42. The import's
+// "tcp" is member1's 42; member2's slice names its target port 42 "tcp"
+// just as member1's does, so kube-proxy would send the clusterset IP's
+// port 42 to member2's pods unless its imported slice drops that port. It
+// keeps its endpoints, without ports, and gets the port back once member2
+// defines "tcp" as the import does.
+func TestSamePortNameOtherNumber(t *testing.T) {
+	hello1 := withPorts(service("hello", false, t0), "tcp/42/TCP", "udp/42/UDP")
+	hello2 := withPorts(service("hello", false, t0.Add(time.Second)), "tcp/4242/TCP")
+	f := newFixture(t, world{
+		m1: {ns1(), hello1, withSlicePorts(slice("hello", "hello-1", 1, "10.1.0.1"), "tcp/42/TCP", "udp/42/UDP"), export("hello", t0)},
+		m2: {ns1(), hello2, withSlicePorts(slice("hello", "hello-2", 1, "10.2.0.1"), "tcp/42/TCP"), export("hello", t0.Add(time.Second))},
+	})
+	f.sync("demo/hello")
+	expectImportPorts(t, f, m1, "hello", "tcp/42/TCP", "udp/42/UDP")
+	for _, c := range []string{m1, m2} {
+		if got := conds(f.exportOf(c, "hello").Status.Conditions)["Conflict"]; got != "True/PortConflict" {
+			t.Errorf("%s's Conflict condition %s, want True/PortConflict", c, got)
+		}
+	}
+	for _, c := range []string{m1, m2} {
+		expectSlicePorts(t, f, c, "imported-member1-hello-1", "tcp/42/TCP", "udp/42/UDP")
+		expectSlicePorts(t, f, c, "imported-member2-hello-2")
+		if got := f.sliceOf(c, "imported-member2-hello-2").Endpoints; len(got) != 1 || got[0].Addresses[0] != "10.2.0.1" {
+			t.Errorf("%s: member2's imported endpoints %+v, want 10.2.0.1 kept", c, got)
+		}
+	}
+	expect(t, "again", f.sync("demo/hello"), writes{})
+
+	// member2 defines "tcp" as member1 does: no conflict, and its
+	// endpoints get the port back, one slice update per consumer.
+	f.change(m2, withPorts(hello2, "tcp/42/TCP"), "update")
+	got := f.sync("demo/hello")
+	for _, c := range []string{m1, m2} {
+		if !slices.Contains(got[c], "update endpointslices demo/imported-member2-hello-2") || slices.Contains(got[c], "update endpointslices demo/imported-member1-hello-1") {
+			t.Errorf("%s: writes %v, want member2's imported slice updated and member1's left alone", c, got[c])
+		}
+		expectSlicePorts(t, f, c, "imported-member2-hello-2", "tcp/42/TCP")
+	}
+	expect(t, "again, without the conflict", f.sync("demo/hello"), writes{})
+}
+
+// The suite's "different port name on each cluster": member2's tcp2
+// 4242/TCP (target port 42) joins the union, so its slice keeps "tcp2".
+func TestOtherPortNameOtherNumber(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), withPorts(service("hello", false, t0), "tcp/42/TCP", "udp/42/UDP"), withSlicePorts(slice("hello", "hello-1", 1, "10.1.0.1"), "tcp/42/TCP", "udp/42/UDP"), export("hello", t0)},
+		m2: {ns1(), withPorts(service("hello", false, t0.Add(time.Second)), "tcp2/4242/TCP"), withSlicePorts(slice("hello", "hello-2", 1, "10.2.0.1"), "tcp2/42/TCP"), export("hello", t0.Add(time.Second))},
+	})
+	f.sync("demo/hello")
+	expectImportPorts(t, f, m1, "hello", "tcp/42/TCP", "udp/42/UDP", "tcp2/4242/TCP")
+	for _, c := range []string{m1, m2} {
+		expectSlicePorts(t, f, c, "imported-member1-hello-1", "tcp/42/TCP", "udp/42/UDP")
+		expectSlicePorts(t, f, c, "imported-member2-hello-2", "tcp2/42/TCP")
+	}
+	expect(t, "again", f.sync("demo/hello"), writes{})
+}
+
+// withSlicePorts gives s the ports "name/number/protocol".
+func withSlicePorts(s *discoveryv1.EndpointSlice, ports ...string) *discoveryv1.EndpointSlice {
+	s = s.DeepCopy()
+	s.Ports = nil
+	for _, p := range ports {
+		name, rest, _ := strings.Cut(p, "/")
+		number, protocol, _ := strings.Cut(rest, "/")
+		n, _ := strconv.Atoi(number)
+		s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To(name), Port: ptr.To(int32(n)), Protocol: ptr.To(corev1.Protocol(protocol))})
+	}
+	return s
+}
+
+// expectSlicePorts checks the ports "name/number/protocol" of cluster's slice, in order.
+func expectSlicePorts(t *testing.T, f *fixture, cluster, slice string, want ...string) {
+	t.Helper()
+	var got []string
+	for _, p := range f.sliceOf(cluster, slice).Ports {
+		got = append(got, fmt.Sprintf("%s/%d/%s", ptr.Deref(p.Name, ""), ptr.Deref(p.Port, 0), ptr.Deref(p.Protocol, "")))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: %s ports %v, want %v", cluster, slice, got, want)
+	}
+}
+
+// expectImportPorts checks the ports "name/number/protocol" of cluster's import of svc, in order.
+func expectImportPorts(t *testing.T, f *fixture, cluster, svc string, want ...string) {
+	t.Helper()
+	var got []string
+	for _, p := range f.importOf(cluster, svc).Spec.Ports {
+		got = append(got, fmt.Sprintf("%s/%d/%s", p.Name, p.Port, p.Protocol))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: import ports %v, want %v", cluster, got, want)
+	}
+}
+
 // withPorts gives s the ports "name/number/protocol".
 func withPorts(s *corev1.Service, ports ...string) *corev1.Service {
 	s = s.DeepCopy()
@@ -509,13 +607,7 @@ func withPorts(s *corev1.Service, ports ...string) *corev1.Service {
 // expectPorts checks member3's import has the ports "name/number/protocol", in order.
 func expectPorts(t *testing.T, f *fixture, want ...string) {
 	t.Helper()
-	var got []string
-	for _, p := range f.importOf(m3, "foo").Spec.Ports {
-		got = append(got, fmt.Sprintf("%s/%d/%s", p.Name, p.Port, p.Protocol))
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("import ports %v, want %v", got, want)
-	}
+	expectImportPorts(t, f, m3, "foo", want...)
 }
 
 // expectConflict checks the Conflict condition of cluster's export:

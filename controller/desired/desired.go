@@ -198,7 +198,7 @@ func Compute(in *Input) *Plan {
 	}
 	p.Import = p.shape(in)
 	if p.Import != nil {
-		p.Slices, p.Skipped = importedSlices(in, p.Import.Clusters)
+		p.Slices, p.Skipped = importedSlices(in, p.Import)
 		p.markStale(in)
 	}
 	return p

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -629,4 +631,84 @@ func TestProvisionListAuthoritative(t *testing.T) {
 	if p := Compute(in); !slices.Equal(p.Provision, []string{"m1", "m3"}) || len(p.NotAllowed) != 0 {
 		t.Errorf("no list: provision %v, not allowed %v", p.Provision, p.NotAllowed)
 	}
+}
+
+// An imported slice keeps the ports its cluster's Service defines as the
+// import does: a slice port carries the target port under the Service
+// port's name, so a losing definition of a name would otherwise get the
+// winner's traffic through kube-proxy.
+func TestImportedSlicesExposeTheImportsPorts(t *testing.T) {
+	// Ports are "name/number/protocol", space-separated; "-" is unnamed,
+	// a protocol left out is none (TCP). wantOld "=": oldSlice, whole.
+	for _, tc := range []struct {
+		name                                               string
+		headless                                           bool
+		old, newer, oldSlice, newSlice, wantOld, wantNewer string
+	}{
+		{"same name, another number: dropped", false, "tcp/42/TCP udp/42/UDP", "tcp/4242/TCP", "tcp/42/TCP udp/42/UDP", "tcp/42/TCP", "=", ""},
+		{"another name, another number: kept", false, "tcp/42/TCP udp/42/UDP", "tcp2/4242/TCP", "tcp/42/TCP udp/42/UDP", "tcp2/42/TCP", "=", "tcp2/42/TCP"},
+		{"the same definition, another target port: kept", false, "http/80", "http/80/TCP", "http/8080", "http/9090/TCP", "=", "http/9090/TCP"},
+		{"unnamed, another number: dropped", false, "-/80/TCP", "-/8080/TCP", "-/80/TCP", "-/80/TCP", "=", ""},
+		{"one of two ports lost: the other kept", false, "a/1/TCP b/2/TCP", "a/11/TCP b/2/TCP", "a/1/TCP b/2/TCP", "a/1/TCP b/2/TCP", "=", "b/2/TCP"},
+		{"a slice port its Service does not name, or of another protocol: dropped", false, "dns/53/UDP", "dns/53/UDP", "dns/53/UDP stale/1/TCP dns/53/TCP", "dns/53/UDP", "dns/53/UDP", "dns/53/UDP"},
+		{"headless: the same", true, "tcp/42/TCP", "tcp/4242/TCP", "tcp/42/TCP", "tcp/42/TCP", "=", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			member := func(minutes int, ports, slicePorts, addr string) Member {
+				s := svc(tc.headless)
+				for _, p := range parsePorts(ports) {
+					s.Spec.Ports = append(s.Spec.Ports, port(*p.Name, *p.Port, ptr.Deref(p.Protocol, "")))
+				}
+				sl := slice(addr, addr)
+				sl.Ports = parsePorts(slicePorts)
+				return Member{Known: true, Export: exportAt(minutes), Service: s, Slices: []*discoveryv1.EndpointSlice{sl}}
+			}
+			p := Compute(&Input{Namespace: "ns", Name: "foo", Members: map[string]Member{
+				"old": member(0, tc.old, tc.oldSlice, "10.0.0.1"), "newer": member(1, tc.newer, tc.newSlice, "10.0.0.2"),
+			}})
+			got := map[string]*discoveryv1.EndpointSlice{}
+			for _, s := range p.Slices {
+				got[s.Labels[mcsv1b1.LabelSourceCluster]] = s
+			}
+			if tc.wantOld == "=" {
+				tc.wantOld = tc.oldSlice
+			}
+			for c, want := range map[string]string{"old": tc.wantOld, "newer": tc.wantNewer} {
+				s := got[c]
+				if s == nil {
+					t.Fatalf("no slice imported from %s", c)
+				}
+				if !equality.Semantic.DeepEqual(s.Ports, parsePorts(want)) {
+					t.Errorf("%s's imported ports %s, want %s", c, portsOf(s.Ports), want)
+				}
+				if len(s.Endpoints) != 1 {
+					t.Errorf("%s's imported endpoints %+v, want its one kept", c, s.Endpoints)
+				}
+			}
+		})
+	}
+}
+
+// parsePorts makes slice ports of "name/number/protocol …" ("-": unnamed;
+// no protocol: none).
+func parsePorts(ports string) []discoveryv1.EndpointPort {
+	var out []discoveryv1.EndpointPort
+	for _, f := range strings.Fields(ports) {
+		parts := strings.Split(f+"//", "/")
+		n, _ := strconv.Atoi(parts[1])
+		p := discoveryv1.EndpointPort{Name: ptr.To(strings.TrimPrefix(parts[0], "-")), Port: ptr.To(int32(n))}
+		if parts[2] != "" {
+			p.Protocol = ptr.To(corev1.Protocol(parts[2]))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func portsOf(ps []discoveryv1.EndpointPort) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s/%d/%s", cmp.Or(ptr.Deref(p.Name, ""), "-"), ptr.Deref(p.Port, 0), ptr.Deref(p.Protocol, "")))
+	}
+	return strings.Join(out, " ")
 }

@@ -1,15 +1,19 @@
 package desired
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -18,26 +22,28 @@ import (
 
 // importedSlices copies every source slice of the provision clusters that
 // have the Service into the slice a consumption cluster gets, the first
-// in.MaxEndpoints endpoints of each cluster at most.
-func importedSlices(in *Input, clusters []string) (out []*discoveryv1.EndpointSlice, skipped []string) {
+// in.MaxEndpoints endpoints of each cluster at most, each with the ports
+// its cluster exposes as the import defines them (exposed).
+func importedSlices(in *Input, imp *Import) (out []*discoveryv1.EndpointSlice, skipped []string) {
 	var sources []string // the source slice of each of out
-	for _, c := range clusters {
+	for _, c := range imp.Clusters {
 		left, cut := in.MaxEndpoints, 0
 		for _, s := range in.Members[c].Slices {
 			if s.AddressType == discoveryv1.AddressTypeFQDN {
 				skipped = append(skipped, fmt.Sprintf("%s: EndpointSlice %s has address type FQDN, which a Service cannot route to", c, s.Name))
 				continue
 			}
-			imp := Imported(c, in.Name, s)
+			is := Imported(c, in.Name, s)
+			is.Ports = exposed(in.Members[c].Service, imp.Ports, s.Ports)
 			if in.MaxEndpoints > 0 {
-				kept := min(left, len(imp.Endpoints))
-				cut += len(imp.Endpoints) - kept
-				imp.Endpoints, left = imp.Endpoints[:kept], left-kept
+				kept := min(left, len(is.Endpoints))
+				cut += len(is.Endpoints) - kept
+				is.Endpoints, left = is.Endpoints[:kept], left-kept
 				if kept == 0 && len(s.Endpoints) > 0 {
 					continue
 				}
 			}
-			out = append(out, imp)
+			out = append(out, is)
 			sources = append(sources, s.Name)
 		}
 		if cut > 0 {
@@ -45,6 +51,40 @@ func importedSlices(in *Input, clusters []string) (out []*discoveryv1.EndpointSl
 		}
 	}
 	return disambiguate(out, sources), skipped
+}
+
+// exposed keeps of a source slice's ports those that carry a port of the
+// import as the import defines it: a slice port is named after its
+// Service's port, and kube-proxy routes a port of derived-<svc> to every
+// imported slice port of that name, so a cluster whose Service lost a port
+// conflict (KEP-1645: the oldest export's definition is the one exposed)
+// would otherwise get that port's traffic. A cluster whose "tcp" is
+// 4242/TCP (target port 42) has a slice port "tcp" 42, just like the
+// older export whose "tcp" is 42/TCP and wins: it receives none of the
+// import's "tcp". A slice port whose Service has no port of that name and
+// protocol is dropped too. A slice left without ports keeps its endpoints:
+// kube-proxy routes no port to them, and a headless import's A records,
+// which read addresses, still answer them.
+func exposed(svc *corev1.Service, imported []mcsv1b1.ServicePort, ports []discoveryv1.EndpointPort) []discoveryv1.EndpointPort {
+	keep := func(p discoveryv1.EndpointPort) bool {
+		name, protocol := ptr.Deref(p.Name, ""), ptr.Deref(p.Protocol, corev1.ProtocolTCP)
+		i := slices.IndexFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool {
+			return sp.Name == name && cmp.Or(sp.Protocol, corev1.ProtocolTCP) == protocol
+		})
+		return i >= 0 && slices.ContainsFunc(imported, func(ip mcsv1b1.ServicePort) bool {
+			return ip.Name == name && ip.Protocol == protocol && ip.Port == svc.Spec.Ports[i].Port
+		})
+	}
+	if !slices.ContainsFunc(ports, func(p discoveryv1.EndpointPort) bool { return !keep(p) }) {
+		return ports
+	}
+	out := make([]discoveryv1.EndpointPort, 0, len(ports))
+	for _, p := range ports {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // disambiguate renames imported slices whose names clash: cluster a's

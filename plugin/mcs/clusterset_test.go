@@ -210,3 +210,31 @@ func TestClustersetNSGlueFollowsChanges(t *testing.T) {
 	}
 	glue("10.0.0.10")
 }
+
+// A provider that lost a port conflict has its slices imported without
+// that port (mcs-controller, desired/slices.go): a headless import still
+// answers its endpoints' addresses and per-endpoint names, and the port's
+// SRV targets the clusters that expose it as the import defines it.
+func TestClustersetHeadlessPortLost(t *testing.T) {
+	tcp := []portSpec{{"tcp", "TCP", 42}}
+	f := newFixture(t, baseConfig(),
+		namespaceObj("demo"),
+		importObj("demo", "hello", nil, tcp, headlessImport),
+		importedSlice("demo", "hello", self, "hello-a", tcp, ep{ip: "10.1.0.5", hostname: "hello-0"}),
+		importedSlice("demo", "hello", "member2", "hello-b", nil, ep{ip: "10.2.0.5", hostname: "hello-0"}),
+	)
+	f.check([]test.Case{
+		{Qname: "hello.demo.svc.clusterset.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
+			test.A("hello.demo.svc.clusterset.local. 5 IN A 10.1.0.5"),
+			test.A("hello.demo.svc.clusterset.local. 5 IN A 10.2.0.5"),
+		}},
+		{Qname: "hello-0.member2.hello.demo.svc.clusterset.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
+			test.A("hello-0.member2.hello.demo.svc.clusterset.local. 5 IN A 10.2.0.5"),
+		}},
+		{Qname: "_tcp._tcp.hello.demo.svc.clusterset.local.", Qtype: dns.TypeSRV, Authoritative: true, Answer: []dns.RR{
+			test.SRV("_tcp._tcp.hello.demo.svc.clusterset.local. 5 IN SRV 0 100 42 hello-0.member1.hello.demo.svc.clusterset.local."),
+		}, Extra: []dns.RR{
+			test.A("hello-0.member1.hello.demo.svc.clusterset.local. 5 IN A 10.1.0.5"),
+		}},
+	})
+}
