@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,9 @@ type report struct {
 	}
 	SuiteFailure  string
 	Passed, Total int
+
+	// failure is ginkgo's failure of each spec that failed, by its text.
+	failure map[string]string
 }
 
 type spec struct {
@@ -32,7 +36,9 @@ type spec struct {
 	Message    string
 }
 
-// readResults reads the report the suite left in dir.
+// readResults reads the report the suite left in dir, and the full
+// failure of each failed spec from ginkgo's report beside it: the suite's
+// own message keeps only its first line (often just "Command output").
 func readResults(dir string) (*report, error) {
 	b, err := os.ReadFile(filepath.Join(dir, suiteReport))
 	if err != nil {
@@ -41,6 +47,39 @@ func readResults(dir string) (*report, error) {
 	var r report
 	if err := yaml.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", suiteReport, err)
+	}
+	r.failure = map[string]string{}
+	b, err = os.ReadFile(filepath.Join(dir, ginkgoReport))
+	if err != nil {
+		return &r, nil // the names and the suite's messages are enough
+	}
+	var suites []struct {
+		SpecReports []struct {
+			ContainerHierarchyTexts []string
+			LeafNodeText            string
+			State                   string
+			Failure                 struct {
+				Message  string
+				Location struct {
+					FileName   string
+					LineNumber int
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &suites); err != nil {
+		return nil, fmt.Errorf("%s: %w", ginkgoReport, err)
+	}
+	for _, s := range suites {
+		for _, sr := range s.SpecReports {
+			if sr.Failure.Message == "" {
+				continue
+			}
+			// ginkgo's FullText, which the suite's report trims.
+			text := strings.TrimSpace(strings.Join(append(sr.ContainerHierarchyTexts, sr.LeafNodeText), " "))
+			r.failure[text] = fmt.Sprintf("%s at %s:%d:\n%s", sr.State, filepath.Base(sr.Failure.Location.FileName),
+				sr.Failure.Location.LineNumber, sr.Failure.Message)
+		}
 	}
 	return &r, nil
 }
@@ -75,7 +114,11 @@ func (r *report) failures(skip map[string]string, partial bool) string {
 			if s.Passed || s.Skipped && (partial || skippedByUs(s.Desc, skip)) {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("%s spec %s: %q%s", g.Name, s.result(), s.Desc, s.Message))
+			line := fmt.Sprintf("%s spec %s: %q%s", g.Name, s.result(), s.Desc, s.Message)
+			if f := r.failure[s.Desc]; f != "" {
+				line += "\n\t" + strings.ReplaceAll(strings.TrimSpace(f), "\n", "\n\t")
+			}
+			lines = append(lines, line)
 		}
 	}
 	if len(lines) == 0 {
