@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -54,4 +55,37 @@ func expectVIPs(t *testing.T, f *fixture, policy corev1.IPFamilyPolicy, families
 	if imp := f.importOf(m2, "foo"); !slices.Equal(imp.Spec.IPs, d.Spec.ClusterIPs) {
 		t.Errorf("import spec.ips %v, want derived-foo's %v", imp.Spec.IPs, d.Spec.ClusterIPs)
 	}
+}
+
+// A headless import's spec.ipFamilies are its providers' families, the
+// oldest's first: it has no VIP, and the MCS API conformance suite reads
+// them to know which DNS records to ask for.
+func TestHeadlessFamilies(t *testing.T) {
+	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
+	headless := func(t0 time.Time, families ...corev1.IPFamily) *corev1.Service {
+		s := service("foo", true, t0)
+		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = ptr.To(corev1.IPFamilyPolicySingleStack), families
+		return s
+	}
+	f := newFixture(t, world{
+		m1: {ns1(), headless(t0, v4), slice("foo", "foo-1", 1, "10.0.1.1"), export("foo", t0)},
+		m2: {ns1()},
+	})
+	f.sync("demo/foo")
+	expectFamilies := func(what string, want ...corev1.IPFamily) {
+		t.Helper()
+		for _, m := range []string{m1, m2, m3} {
+			if imp := f.importOf(m, "foo"); !slices.Equal(imp.Spec.IPFamilies, want) || len(imp.Spec.IPs) > 0 {
+				t.Errorf("%s: %s's import: families %v, IPs %v; want %v and no IPs", what, m, imp.Spec.IPFamilies, imp.Spec.IPs, want)
+			}
+		}
+	}
+	expectFamilies("IPv4", v4)
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	f.change(m2, headless(t0.Add(time.Hour), v6), "create")
+	f.change(m2, export("foo", t0.Add(time.Hour)), "create")
+	f.sync("demo/foo")
+	expectFamilies("and IPv6 from a younger export", v4, v6)
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }

@@ -144,7 +144,10 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 	}
 	imp.Spec.Ports = append([]mcsv1b1.ServicePort{}, plan.Import.Ports...)
 	imp.Spec.IPs, imp.Spec.IPFamilies = nil, nil
-	if derived != nil && !plan.Import.Headless {
+	switch {
+	case plan.Import.Headless:
+		imp.Spec.IPFamilies = slices.Clone(plan.Import.HeadlessFamilies)
+	case derived != nil:
 		imp.Spec.IPs = slices.Clone(derived.Spec.ClusterIPs)
 		imp.Spec.IPFamilies = slices.Clone(derived.Spec.IPFamilies)
 	}

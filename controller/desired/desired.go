@@ -137,6 +137,10 @@ type Import struct {
 	// nil when no provider states its families.
 	IPFamilyPolicy *corev1.IPFamilyPolicy
 	IPFamilies     []corev1.IPFamily
+	// HeadlessFamilies are a headless import's spec.ipFamilies: every
+	// family the providers' Services have, the oldest's first. Without a
+	// VIP, they are the families of the endpoints DNS answers.
+	HeadlessFamilies []corev1.IPFamily
 	// Traffic is the oldest export's (traffic.go); unset when headless.
 	Traffic Traffic
 	// Labels and Annotations are the oldest export's exportedLabels and

@@ -28,14 +28,9 @@ import (
 // (IPFamilyConflict, as KEP-1645 asks): a client of one family reaches
 // only the endpoints of that family.
 func (p *Plan) families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPFamily) {
-	var all []corev1.IPFamily
+	all := allFamilies(cands)
 	oldest := familySet(cands[0].svc)
 	for _, c := range cands {
-		for _, f := range c.svc.Spec.IPFamilies {
-			if !slices.Contains(all, f) {
-				all = append(all, f)
-			}
-		}
 		if fs := familySet(c.svc); len(fs) > 0 && len(oldest) > 0 && !slices.Equal(fs, oldest) {
 			p.conflict(c.cluster, mcsv1b1.ServiceExportReasonIPFamilyConflict, fmt.Sprintf("%s's Service has the IP families %v, but the oldest export's (%s) %v: a client of one family reaches only the endpoints of that family", c.cluster, fs, cands[0].cluster, oldest))
 		}
@@ -48,6 +43,20 @@ func (p *Plan) families(cands []candidate) (*corev1.IPFamilyPolicy, []corev1.IPF
 	default:
 		return ptr.To(corev1.IPFamilyPolicyPreferDualStack), nil
 	}
+}
+
+// allFamilies are the families of the providers' Services, each once, the
+// oldest's first.
+func allFamilies(cands []candidate) []corev1.IPFamily {
+	var all []corev1.IPFamily
+	for _, c := range cands {
+		for _, f := range c.svc.Spec.IPFamilies {
+			if !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+	}
+	return all
 }
 
 // familySet is s's IP families, sorted.

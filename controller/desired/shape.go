@@ -52,7 +52,9 @@ func (p *Plan) shape(in *Input) *Import {
 	}
 	p.asymmetric(cands, imp.Ports)
 	slices.Sort(imp.Clusters)
-	if !imp.Headless {
+	if imp.Headless {
+		imp.HeadlessFamilies = allFamilies(cands)
+	} else {
 		imp.IPFamilyPolicy, imp.IPFamilies = p.families(cands)
 		imp.Traffic = p.traffic(cands)
 	}
