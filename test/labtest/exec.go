@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,11 +27,30 @@ func (l *Lab) Exec(ctx context.Context, t testing.TB, cluster, ns, name string, 
 	if err != nil {
 		return "", 0, err
 	}
-	var stdout bytes.Buffer
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stdout})
+	// Both streams into one buffer, as a terminal shows them: their
+	// copies run at once.
+	stdout := &lockedBuffer{}
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stdout})
 	var exit utilexec.ExitError
 	if errors.As(err, &exit) {
 		return stdout.String(), exit.ExitStatus(), nil
 	}
 	return stdout.String(), 0, err
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

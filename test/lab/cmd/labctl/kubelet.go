@@ -59,7 +59,6 @@ type kubelet struct {
 	clock    clock.Clock
 	mu       sync.Mutex             // guards running for serveExec
 	running  map[string]*runningPod // by namespace/name
-	byUID    map[string]string      // running pods' UIDs by key
 }
 
 func standInNames(standIns map[string][]string) string {
@@ -96,7 +95,6 @@ func (l *lab) kubelet(ctx context.Context, name string) error {
 		standIns: standIns(filepath.Dir(filepath.Dir(l.binDir))),
 		clock:    clock.RealClock{},
 		running:  map[string]*runningPod{},
-		byUID:    map[string]string{},
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -158,11 +156,10 @@ func (k *kubelet) sync(key string) error {
 		return err
 	}
 	want := err == nil && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && runnable(k.standIns, pod)
-	if p, ok := k.running[key]; ok && (!want || k.byUID[key] != string(pod.UID)) {
+	if p, ok := k.running[key]; ok && (!want || p.uid != pod.UID) {
 		k.mu.Lock()
 		delete(k.running, key)
 		k.mu.Unlock()
-		delete(k.byUID, key)
 		if err := p.stop(); err != nil {
 			return err
 		}
@@ -177,7 +174,6 @@ func (k *kubelet) sync(key string) error {
 	k.mu.Lock()
 	k.running[key] = p
 	k.mu.Unlock()
-	k.byUID[key] = string(pod.UID)
 	fmt.Printf("pod %s runs at %s\n", key, pod.Status.PodIP)
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/third_party/forked/golang/expansion"
@@ -104,7 +105,9 @@ const podSpecFile = "pod.json"
 
 // runningPod is a pod the lab runs, until stop.
 type runningPod struct {
+	uid        types.UID // a pod of the same name made anew is another
 	dir, netns string
+	node, veth string // the node's namespace and its end of the pod's link
 	cancel     context.CancelFunc
 	done       sync.WaitGroup
 	apiserver  net.Listener
@@ -128,7 +131,13 @@ func (k *kubelet) startPod(pod *corev1.Pod) (*runningPod, error) {
 		return nil, fmt.Errorf("pod address %q: %w", pod.Status.PodIP, err)
 	}
 	netns, veth := podNames(pod)
-	p := &runningPod{dir: filepath.Join(k.lab.dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)), netns: netns}
+	p := &runningPod{uid: pod.UID, dir: filepath.Join(k.lab.dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		netns: netns, node: nodeNetns(k.cluster), veth: veth}
+	// What a kubelet that was killed left of the pod goes first.
+	killNetns(netns)
+	if err := p.removeNetwork(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -247,13 +256,16 @@ func (k *kubelet) podNetwork(ip netip.Addr, netns, veth string) error {
 	})
 }
 
-// removeNetwork deletes the pod's namespace (its veth goes with it) and
-// its route in the pods' network.
+// removeNetwork deletes the pod's veth, its namespace and its route in the
+// pods' network. The veth goes first: the kernel would remove it with the
+// namespace, but later, and a pod started again meanwhile could not make
+// its own.
 func (p *runningPod) removeNetwork() error {
 	var errs []error
 	if b, err := os.ReadFile(filepath.Join(p.dir, "ip")); err == nil {
 		_ = ipCmd("-n", podsNetns, "route", "del", strings.TrimSpace(string(b))+"/32")
 	}
+	_ = ipCmd("-n", p.node, "link", "del", p.veth) // absent unless the pod ran
 	if _, err := os.Stat(filepath.Join("/run/netns", p.netns)); err == nil {
 		errs = append(errs, ipCmd("netns", "delete", p.netns))
 	}
