@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +15,8 @@ import (
 // Exec runs cmd in the first container of pod ns/name of cluster, as
 // kubectl exec does (through the apiserver to the lab's kubelet, which
 // runs the pods of some images for real; test/lab/README.md), and returns
-// its output and exit code. An error is one of the way there, not of the
-// command.
+// its output, standard error after standard output, and its exit code. An
+// error is one of the way there, not of the command.
 func (l *Lab) Exec(ctx context.Context, t testing.TB, cluster, ns, name string, cmd ...string) (out string, code int, err error) {
 	t.Helper()
 	c := l.clusterClients(t, cluster)
@@ -27,30 +26,12 @@ func (l *Lab) Exec(ctx context.Context, t testing.TB, cluster, ns, name string, 
 	if err != nil {
 		return "", 0, err
 	}
-	// Both streams into one buffer, as a terminal shows them: their
-	// copies run at once.
-	stdout := &lockedBuffer{}
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stdout})
+	var stdout, stderr bytes.Buffer
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	out = stdout.String() + stderr.String()
 	var exit utilexec.ExitError
 	if errors.As(err, &exit) {
-		return stdout.String(), exit.ExitStatus(), nil
+		return out, exit.ExitStatus(), nil
 	}
-	return stdout.String(), 0, err
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return out, 0, err
 }

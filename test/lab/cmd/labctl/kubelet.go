@@ -117,11 +117,17 @@ func (l *lab) kubelet(ctx context.Context, name string) error {
 	}()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	worker := make(chan struct{})
 	go func() {
+		defer close(worker)
 		for k.next() {
 		}
 	}()
 	err = srv.ListenAndServeTLS("", "")
+	// The end of ctx shut the queue down, unless the server failed
+	// first; either way its last sync ends before the pods stop.
+	k.queue.ShutDown()
+	<-worker
 	k.stopAll()
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
