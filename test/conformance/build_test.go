@@ -5,7 +5,6 @@ package conformance
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -80,7 +79,8 @@ func buildSuite(t *testing.T, root, out string) string {
 	if err := os.RemoveAll(scratch); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyTree(src, scratch); err != nil {
+	// Writable whatever the modes of the shared copy, which is read-only.
+	if err := os.CopyFS(scratch, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("building the suite from %s in %s", src, scratch)
@@ -128,28 +128,4 @@ func hashTree(dir string, extra ...string) (string, error) {
 		fmt.Fprintf(h, "%s\x00", e)
 	}
 	return hex.EncodeToString(h.Sum(nil)), err
-}
-
-// copyTree copies the regular files and directories under from to to,
-// writable whatever their modes there (the shared copy is read-only).
-func copyTree(from, to string) error {
-	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(dst, 0o755)
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(dst, b, 0o644)
-		default:
-			return errors.New("not a regular file or directory: " + path)
-		}
-	})
 }

@@ -34,9 +34,11 @@ func ClusterDNS(t testing.TB, members ...string) {
 	l := Get(t)
 	l.Network(t)
 	l.Binary(t, "coredns-mcs")
+	ips := map[string]string{}
 	for _, m := range members {
+		ips[m] = l.dnsServiceIP(t, m)
 		objs := corednsObjects(Kustomize(t, filepath.Join(l.root, "deploy", "overlays", m)))
-		svc, err := toUnstructured(kubeDNSService(l.dnsServiceIP(t, m)))
+		svc, err := toUnstructured(kubeDNSService(ips[m]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func ClusterDNS(t testing.TB, members ...string) {
 		}
 	}
 	for _, m := range members {
-		Eventually(t, 2*time.Minute, func(ctx context.Context) error { return l.dnsServes(ctx, t, m) })
+		Eventually(t, 2*time.Minute, func(ctx context.Context) error { return l.dnsServes(ctx, t, m, ips[m]) })
 	}
 }
 
@@ -104,9 +106,9 @@ func kubeDNSService(ip string) *corev1.Service {
 
 // dnsServes checks that every CoreDNS pod of member is ready (its /ready,
 // which waits for the mcs and kubernetes plugins to sync) and that
-// kube-dns answers the kubernetes Service's name through kube-proxy, from
-// the member's node.
-func (l *Lab) dnsServes(ctx context.Context, t testing.TB, member string) error {
+// kube-dns, at dnsIP, answers the kubernetes Service's name through
+// kube-proxy, from the member's node.
+func (l *Lab) dnsServes(ctx context.Context, t testing.TB, member, dnsIP string) error {
 	pods, err := l.Client(t, member).CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
 	if err != nil {
 		return err
@@ -129,7 +131,7 @@ func (l *Lab) dnsServes(ctx context.Context, t testing.TB, member string) error 
 			return fmt.Errorf("%s: pod %s: /ready: %s", member, p.Name, resp.Status)
 		}
 	}
-	conn, err := node.Dial(ctx, "udp", net.JoinHostPort(l.dnsServiceIP(t, member), "53"))
+	conn, err := node.Dial(ctx, "udp", net.JoinHostPort(dnsIP, "53"))
 	if err != nil {
 		return err
 	}

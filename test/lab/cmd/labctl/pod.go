@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -296,7 +297,7 @@ func (k *kubelet) podFiles(pod *corev1.Pod, dir, netns string) (*podSpec, error)
 	}
 	for _, c := range pod.Spec.Containers {
 		ep, _ := entrypoint(k.standIns, c.Image)
-		env := k.containerEnv(pod, c)
+		vars := k.containerEnv(pod, c)
 		for _, vm := range c.VolumeMounts {
 			src, ok := volumes[vm.Name]
 			if !ok {
@@ -304,7 +305,7 @@ func (k *kubelet) podFiles(pod *corev1.Pod, dir, netns string) (*podSpec, error)
 			}
 			spec.Mounts = append(spec.Mounts, mount{Source: filepath.Join(src, vm.SubPath), Target: vm.MountPath})
 		}
-		spec.Containers[c.Name] = containerIn{Argv: containerArgv(ep, c, env), Env: env, Dir: c.WorkingDir}
+		spec.Containers[c.Name] = containerIn{Argv: containerArgv(ep, c, vars), Env: environ(vars), Dir: c.WorkingDir}
 	}
 	if token, ok := volumes[tokenVolume]; ok {
 		spec.Mounts = append(spec.Mounts, mount{Source: token, Target: tokenMountPath})
@@ -435,16 +436,12 @@ func requestToken(ctx context.Context, client kubernetes.Interface, pod *corev1.
 // reaches; see startPod), then c's env with its fieldRefs resolved and
 // $(VAR) references expanded. A ConfigMap or Secret reference is left
 // empty: no pod the lab runs uses one.
-func (k *kubelet) containerEnv(pod *corev1.Pod, c corev1.Container) []string {
+func (k *kubelet) containerEnv(pod *corev1.Pod, c corev1.Container) map[string]string {
 	vars := map[string]string{
 		"KUBERNETES_SERVICE_HOST": k.cluster.ip,
 		"KUBERNETES_SERVICE_PORT": fmt.Sprint(apiserverPort),
 		"HOSTNAME":                pod.Name,
 		"PATH":                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	}
-	env := []string{}
-	for name, v := range vars {
-		env = append(env, name+"="+v)
 	}
 	mapping := expansion.MappingFuncFor(vars)
 	for _, e := range c.Env {
@@ -453,8 +450,17 @@ func (k *kubelet) containerEnv(pod *corev1.Pod, c corev1.Container) []string {
 			v = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
 		}
 		vars[e.Name] = v
-		env = append(env, e.Name+"="+v)
 	}
+	return vars
+}
+
+// environ is vars as execve takes them, NAME=value, sorted.
+func environ(vars map[string]string) []string {
+	env := make([]string, 0, len(vars))
+	for name, v := range vars {
+		env = append(env, name+"="+v)
+	}
+	slices.Sort(env)
 	return env
 }
 
@@ -487,12 +493,7 @@ func fieldValue(pod *corev1.Pod, path string) string {
 
 // containerArgv is c's command line: its command or else the image's
 // entrypoint, then its args, with $(VAR) references expanded.
-func containerArgv(entrypoint []string, c corev1.Container, env []string) []string {
-	vars := map[string]string{}
-	for _, kv := range env {
-		name, v, _ := strings.Cut(kv, "=")
-		vars[name] = v
-	}
+func containerArgv(entrypoint []string, c corev1.Container, vars map[string]string) []string {
 	mapping := expansion.MappingFuncFor(vars)
 	argv := entrypoint
 	if len(c.Command) > 0 {

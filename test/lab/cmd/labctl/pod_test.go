@@ -47,18 +47,19 @@ func TestContainerCommand(t *testing.T) {
 			{Name: "GREETING", Value: "pod $(IPS) in $(KUBERNETES_SERVICE_HOST)"},
 		},
 	}
-	env := k.containerEnv(pod, c)
+	vars := k.containerEnv(pod, c)
+	env := environ(vars)
 	for _, want := range []string{"IPS=10.10.0.7,fd00::7", "GREETING=pod 10.10.0.7,fd00::7 in 127.0.11.1", "KUBERNETES_SERVICE_PORT=6443", "HOSTNAME=p"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("environment %q lacks %q", env, want)
 		}
 	}
-	argv := containerArgv([]string{"/bin/sh"}, c, env)
+	argv := containerArgv([]string{"/bin/sh"}, c, vars)
 	if want := []string{"/bin/sh", "-c", "echo 10.10.0.7,fd00::7 $(MISSING) $(IPS)"}; !slices.Equal(argv, want) {
 		t.Errorf("argv %q, want %q", argv, want)
 	}
 	c.Command = []string{"socat"}
-	if argv := containerArgv([]string{"/bin/sh"}, c, env); argv[0] != "socat" {
+	if argv := containerArgv([]string{"/bin/sh"}, c, vars); argv[0] != "socat" {
 		t.Errorf("a container's command comes before the image's entrypoint: %q", argv)
 	}
 }
