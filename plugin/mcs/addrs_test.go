@@ -12,10 +12,10 @@ import (
 func TestAddrIndexSharedAddress(t *testing.T) {
 	a := newAddrIndex()
 	ip := parseIP("10.2.0.5")
-	s1 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s1"}}
-	s2 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s2"}}
-	s3 := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "s3"}}
-	other := &endpointSlice{objMeta: objMeta{namespace: "demo", name: "other"}}
+	s1 := &endpointSlice{objMeta: newMeta("demo", "s1", "")}
+	s2 := &endpointSlice{objMeta: newMeta("demo", "s2", "")}
+	s3 := &endpointSlice{objMeta: newMeta("demo", "s3", "")}
+	other := &endpointSlice{objMeta: newMeta("demo", "other", "")}
 	neighbours := []string{"10.2.0.6", "10.2.0.4", "10.2.1.5", "fd00::5", "fd00::4"}
 	for _, n := range neighbours {
 		a.add(parseIP(n), other)

@@ -99,7 +99,7 @@ func (m *MCS) clustersetService(q *query, v *view) (response, bool) {
 // reported with rcode NXDOMAIN.
 func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, protocol string, byPort bool) response {
 	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
-	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
+	svcName := dnsutil.Join(v.imp.name(), v.imp.namespace(), "svc", q.zone)
 	if !byPort && (qtype == dns.TypeA || qtype == dns.TypeAAAA) {
 		if v.headless() {
 			return response{answer: endpointRecords(owner, qtype, eps, "", ttl, &budget{state: q.state})}
@@ -133,7 +133,7 @@ func (m *MCS) clustersetEndpoint(q *query, v *view) (response, bool) {
 	}
 	host, cluster := q.name.host, q.name.cluster
 	var ss []*endpointSlice
-	for _, s := range v.imported {
+	for _, s := range v.imported() {
 		if s.cluster == cluster && s.hasHost(host) {
 			ss = append(ss, s)
 		}

@@ -14,7 +14,7 @@ type choice struct {
 	outcome  outcome
 	fellBack bool // LocalFirst answered remote because no local endpoint is ready
 	vips     []net.IP
-	ports    []port
+	ports    portList
 	slices   []*endpointSlice
 }
 

@@ -40,7 +40,7 @@ func (s *endpointSlice) endpoint(i int) endpoint {
 		e.ip = v4
 	}
 	if s.hosts != nil {
-		e.host = s.hosts[i]
+		e.host = (*s.hosts)[i]
 	}
 	return e
 }
@@ -78,8 +78,9 @@ func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
 		return
 	}
 	s.addrs = make([]byte, 0, n*s.width())
+	var hosts []string
 	if named {
-		s.hosts = make([]string, 0, n)
+		hosts = make([]string, 0, n)
 	}
 	for a, hostname := range readyAddrs(eps) {
 		if s.wide {
@@ -90,8 +91,11 @@ func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
 			s.addrs = append(s.addrs, b[:]...)
 		}
 		if named {
-			s.hosts = append(s.hosts, keptName(a, hostname))
+			hosts = append(hosts, keptName(a, hostname))
 		}
+	}
+	if named {
+		s.hosts = &hosts
 	}
 }
 

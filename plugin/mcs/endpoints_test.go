@@ -38,7 +38,7 @@ func TestEndpointNames(t *testing.T) {
 			t.Errorf("%s (hostname %q): named %q, want %q", c.addr, c.hostname, got, c.want)
 		}
 		if (s.hosts != nil) != c.kept {
-			t.Errorf("%s (hostname %q): names kept %q, want kept %v", c.addr, c.hostname, s.hosts, c.kept)
+			t.Errorf("%s (hostname %q): names kept: %v, want %v", c.addr, c.hostname, s.hosts != nil, c.kept)
 		}
 		if want := parseIP(c.addr); !e.ip.Equal(want) || len(e.ip) != len(want) {
 			t.Errorf("%s: address %v (%d bytes), want %v as parseIP gives it", c.addr, e.ip, len(e.ip), want)

@@ -24,20 +24,20 @@ func (x *index) setGlueAddrs(addrs []net.IP) {
 	defer x.mu.Unlock()
 	x.glue.addrs = addrs
 	x.glue.by = map[svcKey][]net.IP{}
-	for k, e := range x.entries {
-		if share := glueOf(e, addrs); len(share) > 0 {
+	for k, v := range x.views {
+		if share := glueOf(v, addrs); len(share) > 0 {
 			x.glue.by[k] = share
 		}
 	}
 	x.publishGlue()
 }
 
-// refreshGlue updates k's share after a change of its entry e (nil: gone).
+// refreshGlue updates k's share after a change of its view v (nil: gone).
 // The caller holds x.mu.
-func (x *index) refreshGlue(k svcKey, e *entry) {
+func (x *index) refreshGlue(k svcKey, v *view) {
 	var share []net.IP
-	if e != nil {
-		share = glueOf(e, x.glue.addrs)
+	if v != nil {
+		share = glueOf(v, x.glue.addrs)
 	}
 	if slices.EqualFunc(share, x.glue.by[k], net.IP.Equal) {
 		return
@@ -50,10 +50,10 @@ func (x *index) refreshGlue(k svcKey, e *entry) {
 	x.publishGlue()
 }
 
-// glueOf is e's share: for each of its own (not imported) endpoints at one
+// glueOf is v's share: for each of its own (not imported) endpoints at one
 // of addrs, its Service's ClusterIPs, or the endpoint itself when the
 // Service is headless or unknown.
-func glueOf(e *entry, addrs []net.IP) []net.IP {
+func glueOf(v *view, addrs []net.IP) []net.IP {
 	var out []net.IP
 	add := func(ips ...net.IP) {
 		for _, ip := range ips {
@@ -65,13 +65,13 @@ func glueOf(e *entry, addrs []net.IP) []net.IP {
 	if len(addrs) == 0 {
 		return nil
 	}
-	for _, s := range e.slices {
+	for _, s := range v.local() {
 		for ep := range s.all() {
 			ip := ep.ip
 			switch {
-			case s.imported || !slices.ContainsFunc(addrs, ip.Equal):
-			case e.svc != nil && !e.svc.headless && len(e.svc.ips) > 0:
-				add(e.svc.ips...)
+			case !slices.ContainsFunc(addrs, ip.Equal):
+			case v.svc != nil && !v.svc.headless && len(v.svc.ips) > 0:
+				add(v.svc.ips...)
 			default:
 				add(ip)
 			}

@@ -1,7 +1,6 @@
 package mcs
 
 import (
-	"cmp"
 	"maps"
 	"net"
 	"slices"
@@ -14,41 +13,35 @@ import (
 
 type svcKey struct{ namespace, name string }
 
-// entry gathers, per namespace/service, the objects the informers delivered.
-// Only writers (informer handlers, under index.mu) touch entries.
+// entry is a service's objects as a change edits them, before newView
+// files them. Only writers (informer handlers, under index.mu) hold one.
 type entry struct {
-	svc *service
-	imp *serviceImport
-	// slices are sorted by name: a service has a few, which a map would
-	// hold in ten times the memory.
-	slices []*endpointSlice
+	svc    *service
+	imp    *serviceImport
+	slices []*endpointSlice // those with a ready endpoint, in any order
 }
 
-// putSlice files s, replacing the version of the same name.
+// putSlice files s, replacing the version of the same name; a slice
+// without a ready endpoint is left out, as answers leave it out.
 func (e *entry) putSlice(s *endpointSlice) {
-	i, found := slices.BinarySearchFunc(e.slices, s.name, bySliceNameKey)
-	if found {
-		e.slices[i] = s
-	} else {
-		e.slices = slices.Insert(e.slices, i, s)
+	e.dropSlice(s.name())
+	if s.count() > 0 {
+		e.slices = append(e.slices, s)
 	}
 }
 
 // dropSlice removes the slice named name.
 func (e *entry) dropSlice(name string) {
-	if i, found := slices.BinarySearchFunc(e.slices, name, bySliceNameKey); found {
-		e.slices = slices.Delete(e.slices, i, i+1)
-	}
+	e.slices = slices.DeleteFunc(e.slices, func(s *endpointSlice) bool { return s.name() == name })
 }
-
-func bySliceNameKey(s *endpointSlice, name string) int { return cmp.Compare(s.name, name) }
 
 // index is the in-memory state answers are read from. A query costs one map
 // lookup under a read lock: every change rebuilds that service's immutable
-// view, so readers never see an entry half-updated.
+// view, so readers never see one half-updated. Every service with a
+// Service, a ServiceImport or a ready endpoint has a view; only imported
+// ones answer.
 type index struct {
 	mu         sync.RWMutex
-	entries    map[svcKey]*entry
 	views      map[svcKey]*view
 	namespaces map[string]struct{}
 	// addrs files the imported slices of other clusters by the address of
@@ -71,7 +64,6 @@ type index struct {
 
 func newIndex(s api.Strategy, byAddress bool) *index {
 	x := &index{
-		entries:    map[svcKey]*entry{},
 		views:      map[svcKey]*view{},
 		namespaces: map[string]struct{}{},
 		addrs:      newAddrIndex(),
@@ -88,11 +80,20 @@ func newIndex(s api.Strategy, byAddress bool) *index {
 // tied to it.
 func (x *index) touch() { x.serial.Store(uint32(time.Now().Unix())) } // #nosec G115 -- Unix time as SOA serial, like the kubernetes plugin
 
+// view is the view of an imported service; nil for any other.
 func (x *index) view(namespace, name string) *view {
 	x.mu.RLock()
-	v := x.views[svcKey{namespace, name}]
+	v := x.importedView(svcKey{namespace, name})
 	x.mu.RUnlock()
 	return v
+}
+
+// importedView is view for a caller that holds x.mu.
+func (x *index) importedView(k svcKey) *view {
+	if v := x.views[k]; v != nil && v.imp != nil {
+		return v
+	}
+	return nil
 }
 
 func (x *index) hasNamespace(name string) bool {
@@ -102,56 +103,49 @@ func (x *index) hasNamespace(name string) bool {
 	return ok
 }
 
-// change applies fn to the entry of k and republishes its view. Only
-// imported services have one: every answer of mcs starts from a
-// ServiceImport, and a cluster's other services, most of them, change often.
+// change applies fn to the objects of k and republishes its view. A view
+// is rebuilt whole, a few slices at most for most services, which costs
+// less than the informer's decoding of the object that changed.
 func (x *index) change(k svcKey, fn func(*entry)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e := x.entries[k]
-	if e == nil {
-		e = &entry{}
-		x.entries[k] = e
-	}
-	fn(e)
-	switch {
-	case e.svc == nil && e.imp == nil && len(e.slices) == 0:
-		delete(x.entries, k)
+	e := x.views[k].entry()
+	fn(&e)
+	var v *view
+	if e.svc != nil || e.imp != nil || len(e.slices) > 0 {
+		v = newView(e, x.self, x.strategy)
+		x.views[k] = v
+	} else {
 		delete(x.views, k)
-		e = nil
-	case e.imp == nil:
-		delete(x.views, k)
-	default:
-		x.views[k] = newView(k, e, x.self, x.strategy)
 	}
-	x.refreshGlue(k, e)
+	x.refreshGlue(k, v)
 	x.touch()
 }
 
 func (x *index) setService(old, cur *service) {
 	if cur == nil {
-		x.change(svcKey{old.namespace, old.name}, func(e *entry) { e.svc = nil })
+		x.change(svcKey{old.namespace(), old.name()}, func(e *entry) { e.svc = nil })
 		return
 	}
-	x.change(svcKey{cur.namespace, cur.name}, func(e *entry) { e.svc = cur })
+	x.change(svcKey{cur.namespace(), cur.name()}, func(e *entry) { e.svc = cur })
 }
 
 func (x *index) setImport(old, cur *serviceImport) {
 	if cur == nil {
-		x.change(svcKey{old.namespace, old.name}, func(e *entry) { e.imp = nil })
+		x.change(svcKey{old.namespace(), old.name()}, func(e *entry) { e.imp = nil })
 		return
 	}
-	x.change(svcKey{cur.namespace, cur.name}, func(e *entry) { e.imp = cur })
+	x.change(svcKey{cur.namespace(), cur.name()}, func(e *entry) { e.imp = cur })
 }
 
 // setSlice files a slice under its service; a slice whose service label
 // changed moves from the old service to the new one.
 func (x *index) setSlice(old, cur *endpointSlice) {
 	if old != nil && old.service != "" && (cur == nil || cur.service != old.service) {
-		x.change(svcKey{old.namespace, old.service}, func(e *entry) { e.dropSlice(old.name) })
+		x.change(svcKey{old.namespace(), old.service}, func(e *entry) { e.dropSlice(old.name()) })
 	}
 	if cur != nil && cur.service != "" {
-		x.change(svcKey{cur.namespace, cur.service}, func(e *entry) { e.putSlice(cur) })
+		x.change(svcKey{cur.namespace(), cur.service}, func(e *entry) { e.putSlice(cur) })
 	}
 	x.fileAddrs(old, cur)
 }
@@ -160,9 +154,9 @@ func (x *index) setNamespace(old, cur *namespace) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if cur == nil {
-		delete(x.namespaces, old.name)
+		delete(x.namespaces, old.name())
 	} else {
-		x.namespaces[cur.name] = struct{}{}
+		x.namespaces[cur.name()] = struct{}{}
 	}
 	x.touch()
 }

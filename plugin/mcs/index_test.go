@@ -13,7 +13,7 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	x := newIndex("", false)
 	x.self = self
 	svc := toService(serviceObj("demo", "serve", []string{vipLocal}))
-	imp := &serviceImport{objMeta: objMeta{namespace: "demo", name: "serve"}, strategy: api.LocalFirst}
+	imp := &serviceImport{objMeta: newMeta("demo", "serve", ""), strategy: api.LocalFirst}
 	a := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.2"}, ep{ip: localIP}))
 	b := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3"}))
 	x.setService(nil, svc)
@@ -24,20 +24,20 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	x.setImport(nil, imp)
 	x.setSlice(nil, a)
 	v := x.view("demo", "serve")
-	if !v.native() || len(v.local) != 2 || v.local[0].name != "a" {
+	if !v.native() || len(v.local()) != 2 || v.local()[0].name() != "a" {
 		t.Fatalf("view %+v", v)
 	}
 	a2 := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.4"}))
 	x.setSlice(a, a2)
-	if v := x.view("demo", "serve"); len(v.local) != 2 || v.local[0] != a2 {
+	if v := x.view("demo", "serve"); len(v.local()) != 2 || v.local()[0] != a2 {
 		t.Fatalf("a slice's new version must replace the old one: view %+v", v)
 	}
 	a = a2
-	other := &serviceImport{objMeta: objMeta{namespace: "demo", name: "other"}, strategy: api.LocalFirst}
+	other := &serviceImport{objMeta: newMeta("demo", "other", ""), strategy: api.LocalFirst}
 	x.setImport(nil, other)
 	moved := toSlice(localSlice("demo", "other", "a", nil, ep{ip: localIP}))
 	x.setSlice(a, moved)
-	if len(x.view("demo", "serve").local) != 1 || len(x.view("demo", "other").local) != 1 {
+	if len(x.view("demo", "serve").local()) != 1 || len(x.view("demo", "other").local()) != 1 {
 		t.Fatal("a slice whose service label changed must move")
 	}
 	x.setImport(imp, nil)
@@ -45,17 +45,26 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 		t.Fatal("a service whose import is gone keeps its view")
 	}
 	x.setImport(nil, imp)
-	if v := x.view("demo", "serve"); !v.native() || len(v.local) != 1 {
+	if v := x.view("demo", "serve"); !v.native() || len(v.local()) != 1 {
 		t.Fatalf("an import that comes back must see the service's objects: view %+v", v)
+	}
+	drained := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3", notReady: true}))
+	x.setSlice(b, drained)
+	if v := x.view("demo", "serve"); len(v.local()) != 0 {
+		t.Fatalf("a slice without a ready endpoint is still answered from: view %+v", v)
+	}
+	x.setSlice(drained, b)
+	if v := x.view("demo", "serve"); len(v.local()) != 1 || v.local()[0] != b {
+		t.Fatalf("a slice whose endpoint is ready again is not answered from: view %+v", v)
 	}
 	x.setSlice(b, nil)
 	x.setService(svc, nil)
 	x.setImport(imp, nil)
-	if x.view("demo", "serve") != nil {
-		t.Fatal("a service without objects must leave the index")
+	if v := x.views[svcKey{"demo", "serve"}]; v != nil {
+		t.Fatalf("a service without objects must leave the index: %+v", v)
 	}
-	x.setNamespace(nil, &namespace{objMeta{name: "demo"}})
-	x.setNamespace(&namespace{objMeta{name: "demo"}}, nil)
+	x.setNamespace(nil, &namespace{newMeta("", "demo", "")})
+	x.setNamespace(&namespace{newMeta("", "demo", "")}, nil)
 	if x.hasNamespace("demo") {
 		t.Fatal("deleted namespace still known")
 	}

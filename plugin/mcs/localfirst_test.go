@@ -112,13 +112,13 @@ func TestPreferred(t *testing.T) {
 	var ss []*endpointSlice
 	for i := range 9 {
 		for j := range 2 {
-			ss = append(ss, &endpointSlice{cluster: fmt.Sprintf("c%d", i), objMeta: objMeta{name: fmt.Sprint(j)}})
+			ss = append(ss, &endpointSlice{cluster: fmt.Sprintf("c%d", i), objMeta: newMeta("", fmt.Sprint(j), "")})
 		}
 	}
 	names := func(ss []*endpointSlice) string {
 		var out []string
 		for _, s := range ss {
-			out = append(out, s.cluster+"/"+s.name)
+			out = append(out, s.cluster+"/"+s.name())
 		}
 		return strings.Join(out, " ")
 	}

@@ -82,7 +82,7 @@ func (m *MCS) nativeSRV(q *query, v *view, c choice, host string, byPort bool) (
 	if byPort {
 		name, protocol = q.name.port, q.name.proto
 	}
-	svcName := dnsutil.Join(v.key.name, v.key.namespace, "svc", q.zone)
+	svcName := dnsutil.Join(v.imp.name(), v.imp.namespace(), "svc", q.zone)
 	set := newSRVSet(q, m.cfg.ttl)
 	owner := q.owner
 	if c.vips != nil {

@@ -1,6 +1,8 @@
 package mcs
 
 import (
+	"encoding/binary"
+	"iter"
 	"net"
 	"strconv"
 	"strings"
@@ -23,17 +25,42 @@ import (
 // fit in little memory, and the index points at them without copying.
 
 // objMeta is the identity every trimmed object keeps so that the informer's
-// store can key it (meta.Accessor accepts an ObjectMetaAccessor).
+// store can key it (meta.Accessor accepts an ObjectMetaAccessor). It is one
+// string, the store's key ("namespace/name", the name alone for a
+// cluster-scoped object) followed by the resourceVersion: a fleet's store
+// holds hundreds of thousands of objects, and three strings each, with the
+// key the store built besides, were a fifth of the plugin's memory.
 type objMeta struct {
-	namespace, name, resourceVersion string
+	id            string
+	nsLen, keyLen uint32
 }
 
+func newMeta(namespace, name, resourceVersion string) objMeta {
+	if namespace == "" {
+		return objMeta{id: name + resourceVersion, keyLen: uint32(len(name))} // #nosec G115 -- names are bounded by the API server, far below 4 GiB
+	}
+	return objMeta{id: namespace + "/" + name + resourceVersion, nsLen: uint32(len(namespace)), keyLen: uint32(len(namespace) + 1 + len(name))} // #nosec G115 -- as above
+}
+
+func metaOf(m *metav1.ObjectMeta) objMeta { return newMeta(m.Namespace, m.Name, m.ResourceVersion) }
+
+// GetObjectMeta gives the key as the name, in no namespace, so that
+// client-go's key function returns the key this object holds rather than
+// building another: the store's key is the same text either way. The
+// informer reads nothing else but the resourceVersion; this code reads
+// namespace and name.
 func (o *objMeta) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, ResourceVersion: o.resourceVersion}
+	return &metav1.ObjectMeta{Name: o.key(), ResourceVersion: o.id[o.keyLen:]}
 }
 
-func metaOf(m *metav1.ObjectMeta) objMeta {
-	return objMeta{namespace: intern(m.Namespace), name: m.Name, resourceVersion: m.ResourceVersion}
+func (o *objMeta) key() string       { return o.id[:o.keyLen] }
+func (o *objMeta) namespace() string { return o.id[:o.nsLen] }
+
+func (o *objMeta) name() string {
+	if o.nsLen == 0 {
+		return o.key()
+	}
+	return o.id[o.nsLen+1 : o.keyLen]
 }
 
 // intern returns the one copy of s that every trimmed object shares. It is
@@ -55,18 +82,62 @@ func (p port) matches(name, protocol string) bool {
 	return (name == "" || p.name == name) && (protocol == "" || p.protocol == protocol)
 }
 
+// portList is an object's ports, encoded and interned: a fleet's slices
+// and imports repeat a few lists of ports, which each held a copy of. Each port
+// is its name's length, its name, its protocol's length, its protocol and
+// its number in four bytes.
+type portList struct{ h unique.Handle[string] }
+
+func newPortList(ps []port) portList {
+	var b []byte
+	for _, p := range ps {
+		b = binary.AppendUvarint(b, uint64(len(p.name)))
+		b = append(b, p.name...)
+		b = binary.AppendUvarint(b, uint64(len(p.protocol)))
+		b = append(b, p.protocol...)
+		b = binary.BigEndian.AppendUint32(b, uint32(p.port)) // #nosec G115 -- a port number, back as int32 below
+	}
+	return portList{unique.Make(string(b))}
+}
+
+// all are the ports in order; their names and protocols share the list's
+// memory.
+func (l portList) all() iter.Seq[port] {
+	return func(yield func(port) bool) {
+		if l.h == (unique.Handle[string]{}) {
+			return
+		}
+		for s := l.h.Value(); s != ""; {
+			var p port
+			p.name, s = cutCounted(s)
+			p.protocol, s = cutCounted(s)
+			p.port = int32(binary.BigEndian.Uint32([]byte(s[:4]))) // #nosec G115 -- written from an int32
+			if s = s[4:]; !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// cutCounted splits off the front of s a string its length precedes.
+func cutCounted(s string) (string, string) {
+	n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+	s = s[w:]
+	return s[:n], s[n:]
+}
+
 type service struct {
 	objMeta
 	headless bool
 	ips      []net.IP
-	ports    []port
+	ports    portList
 }
 
 type serviceImport struct {
 	objMeta
 	headless bool
 	ips      []net.IP
-	ports    []port
+	ports    portList
 	strategy api.Strategy // from the annotation; "" when absent or not a api.Strategy
 	// LocalFirst's policy, from its annotations: the fewest ready local
 	// endpoints that answer (0: the default, 1), and the clusters that take
@@ -77,20 +148,23 @@ type serviceImport struct {
 
 type endpointSlice struct {
 	objMeta
-	service  string // the (multi-cluster) service the slice belongs to
-	imported bool
-	wide     bool   // addrs holds 16 bytes an address, else 4 (see endpoints.go)
-	cluster  string // source cluster of an imported slice
-	ports    []port
+	service string // the (multi-cluster) service the slice belongs to
+	cluster string // source cluster of an imported slice
+	ports   portList
 	// The ready endpoints, read through endpoint and all: their addresses
 	// back to back, and their hostnames when one is not its address dashed.
-	addrs []byte
-	hosts []string
+	// hosts is a pointer because most slices have none, and a fleet has
+	// so many slices that 16 bytes more each move them all to a larger
+	// size class.
+	addrs    []byte
+	hosts    *[]string
+	imported bool
+	wide     bool // addrs holds 16 bytes an address, else 4 (see endpoints.go)
 }
 
 // sameObject reports whether o is a version of the same EndpointSlice.
 func (s *endpointSlice) sameObject(o *endpointSlice) bool {
-	return s.namespace == o.namespace && s.name == o.name
+	return s.key() == o.key()
 }
 
 type lease struct {
@@ -131,13 +205,15 @@ func toService(s *corev1.Service) *service {
 	if !out.headless {
 		out.ips = parseIPs(ips)
 	}
+	ports := make([]port, 0, len(s.Spec.Ports))
 	for _, p := range s.Spec.Ports {
-		out.ports = append(out.ports, newPort(p.Name, string(p.Protocol), p.Port))
+		ports = append(ports, newPort(p.Name, string(p.Protocol), p.Port))
 	}
+	out.ports = newPortList(ports)
 	return out
 }
 
-func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports []port) *serviceImport {
+func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports portList) *serviceImport {
 	s, _ := api.ParseStrategy(m.Annotations[api.AnnotationStrategy])
 	imp := &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
 	// A value that does not parse is left out: the default applies.
@@ -150,20 +226,20 @@ func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports []port) *
 	return imp
 }
 
-func betaPorts(ps []mcsv1b1.ServicePort) []port {
+func betaPorts(ps []mcsv1b1.ServicePort) portList {
 	out := make([]port, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, newPort(p.Name, string(p.Protocol), p.Port))
 	}
-	return out
+	return newPortList(out)
 }
 
-func alphaPorts(ps []mcsv1a1.ServicePort) []port {
+func alphaPorts(ps []mcsv1a1.ServicePort) portList {
 	out := make([]port, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, newPort(p.Name, string(p.Protocol), p.Port))
 	}
-	return out
+	return newPortList(out)
 }
 
 func newPort(name, protocol string, number int32) port {
@@ -187,6 +263,7 @@ func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 	} else {
 		out.service = s.Labels[discoveryv1.LabelServiceName]
 	}
+	var ports []port
 	for _, p := range s.Ports {
 		if p.Port == nil {
 			continue
@@ -198,8 +275,9 @@ func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 		if p.Protocol != nil {
 			protocol = string(*p.Protocol)
 		}
-		out.ports = append(out.ports, newPort(name, protocol, *p.Port))
+		ports = append(ports, newPort(name, protocol, *p.Port))
 	}
+	out.ports = newPortList(ports)
 	out.setEndpoints(s.Endpoints)
 	return out
 }

@@ -1,6 +1,8 @@
 package mcs
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestTrimService(t *testing.T) {
@@ -20,7 +23,7 @@ func TestTrimService(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := got.(*service)
-	if svc.name != "serve" || svc.headless || len(svc.ips) != 2 || len(svc.ips[0]) != 4 || svc.ports[0] != (port{"http", "tcp", 80}) {
+	if svc.name() != "serve" || svc.headless || len(svc.ips) != 2 || len(svc.ips[0]) != 4 || !slices.Equal(slices.Collect(svc.ports.all()), []port{{"http", "tcp", 80}}) {
 		t.Fatalf("trimmed to %+v", svc)
 	}
 	if again, _ := trim(svc); again != any(svc) {
@@ -75,7 +78,46 @@ func TestTrimLease(t *testing.T) {
 
 func TestTrimNamespace(t *testing.T) {
 	got, _ := trim(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: map[string]string{"a": "b"}}})
-	if ns := got.(*namespace); ns.name != "demo" {
+	if ns := got.(*namespace); ns.name() != "demo" {
 		t.Fatalf("namespace read as %+v", ns)
+	}
+}
+
+// A trimmed object gives client-go's key function the key the API object
+// would have, and its resourceVersion, while this code reads its namespace
+// and name.
+func TestObjectMeta(t *testing.T) {
+	for _, c := range []struct{ namespace, name, rv, key string }{
+		{"demo", "serve", "1042", "demo/serve"},
+		{"", "demo", "7", "demo"},
+		{"demo", "no-version", "", "demo/no-version"},
+	} {
+		m := newMeta(c.namespace, c.name, c.rv)
+		api := &metav1.ObjectMeta{Namespace: c.namespace, Name: c.name, ResourceVersion: c.rv}
+		want, _ := cache.MetaNamespaceKeyFunc(api)
+		got, err := cache.DeletionHandlingMetaNamespaceKeyFunc(&m)
+		if err != nil || got != want || got != c.key {
+			t.Errorf("%s/%s: keyed %q (%v), want %q", c.namespace, c.name, got, err, want)
+		}
+		if m.namespace() != c.namespace || m.name() != c.name || m.GetObjectMeta().GetResourceVersion() != c.rv {
+			t.Errorf("%s/%s@%s: read back as %q %q %q", c.namespace, c.name, c.rv, m.namespace(), m.name(), m.GetObjectMeta().GetResourceVersion())
+		}
+	}
+}
+
+// A list of ports reads back as written, and equal lists share one copy.
+func TestPortList(t *testing.T) {
+	ports := []port{newPort("HTTP", "", 80), newPort("", "UDP", 53), newPort(strings.Repeat("p", 300), "SCTP", 65535)}
+	l := newPortList(ports)
+	if got := slices.Collect(l.all()); !slices.Equal(got, ports) {
+		t.Fatalf("read back %v, want %v", got, ports)
+	}
+	if again := newPortList(slices.Clone(ports)); again != l {
+		t.Fatal("equal lists of ports are held twice")
+	}
+	for _, empty := range []portList{newPortList(nil), {}} {
+		if got := slices.Collect(empty.all()); len(got) != 0 {
+			t.Fatalf("an empty list reads back %v", got)
+		}
 	}
 }

@@ -166,8 +166,8 @@ func (s *srvSet) records() (answer, extra []dns.RR) {
 }
 
 // vipSRV adds one SRV per port matching name/protocol, targeting target.
-func (s *srvSet) vipSRV(owner, target string, ports []port, ips []net.IP, name, protocol string) {
-	for _, p := range ports {
+func (s *srvSet) vipSRV(owner, target string, ports portList, ips []net.IP, name, protocol string) {
+	for p := range ports.all() {
 		if p.matches(name, protocol) && p.port > 0 {
 			s.add(owner, target, p, ips...)
 		}
@@ -186,7 +186,7 @@ func (s *srvSet) endpointSRV(owner string, ss []*endpointSlice, host, name, prot
 			if host != "" && !e.named(host) || shadowed != nil && sl.imported && shadowed[e.hostname()] {
 				continue
 			}
-			for _, p := range sl.ports {
+			for p := range sl.ports.all() {
 				if p.matches(name, protocol) && p.port > 0 {
 					s.add(owner, targetOf(sl, e), p, e.ip)
 				}

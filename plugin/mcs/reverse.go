@@ -56,11 +56,11 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 	defer x.mu.RUnlock()
 	var names []string
 	for _, s := range x.addrs.slices(ip) {
-		v := x.views[svcKey{s.namespace, s.service}]
+		v := x.importedView(svcKey{s.namespace(), s.service})
 		if v == nil { // not imported: no clusterset name
 			continue
 		}
-		svcName := dnsutil.Join(s.service, s.namespace, "svc", zone)
+		svcName := dnsutil.Join(s.service, s.namespace(), "svc", zone)
 		for e := range s.all() {
 			if !e.ip.Equal(ip) {
 				continue

@@ -2,59 +2,77 @@ package mcs
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
-// view is the immutable snapshot of one service that queries read. Slice
-// lists hold only slices with at least one ready endpoint, sorted so answers
-// come out in a stable order.
+// view is the immutable snapshot of one service that queries read.
 type view struct {
-	key      svcKey
 	svc      *service       // nil: no Service of that name in this cluster
 	imp      *serviceImport // nil: not imported
 	strategy api.Strategy   // "": native names are not multi-cluster for this service
 
-	local    []*endpointSlice // L: this cluster's own slices
-	remote   []*endpointSlice // R: imported slices of other clusters
-	imported []*endpointSlice // every imported slice, this cluster's included (clusterset answers)
-	union    []*endpointSlice // L ∪ R
+	// slices are the service's slices with a ready endpoint: this
+	// cluster's own (L) by name, then every imported one, this cluster's
+	// included (clusterset answers), by cluster and name. union is L ∪ R,
+	// R the imported slices of other clusters: slices itself unless this
+	// cluster's own are imported too. A fleet has tens of thousands of
+	// views, so the lists are windows on these two arrays.
+	slices []*endpointSlice
+	union  []*endpointSlice
+	nLocal int
 }
 
-func newView(k svcKey, e *entry, self string, fallback api.Strategy) *view {
-	v := &view{key: k, svc: e.svc, imp: e.imp}
+func (v *view) local() []*endpointSlice    { return v.slices[:v.nLocal:v.nLocal] }
+func (v *view) imported() []*endpointSlice { return v.slices[v.nLocal:] }
+func (v *view) remote() []*endpointSlice   { return v.union[v.nLocal:] }
+
+func newView(e entry, self string, fallback api.Strategy) *view {
+	// Clipped, the lists cannot be appended to in place by a reader.
+	v := &view{svc: e.svc, imp: e.imp, slices: slices.Clip(slices.Clone(e.slices))}
 	if e.imp != nil {
 		v.strategy = cmp.Or(e.imp.strategy, fallback)
 	}
-	for _, s := range e.slices { // sorted by name
-		switch {
-		case s.count() == 0:
-		case !s.imported:
-			v.local = append(v.local, s)
-		default:
-			v.imported = append(v.imported, s)
-		}
+	slices.SortFunc(v.slices, byOrigin)
+	v.nLocal = slices.IndexFunc(v.slices, (*endpointSlice).isImported)
+	if v.nLocal < 0 {
+		v.nLocal = len(v.slices)
 	}
-	slices.SortFunc(v.imported, byClusterThenName)
-	// A view never changes, so the lists that hold the same slices share
-	// one array: remote is imported but for this cluster's own, and union
-	// is remote when there is no local slice.
-	fromSelf := func(s *endpointSlice) bool { return s.cluster == self }
-	v.remote = v.imported
-	if slices.ContainsFunc(v.imported, fromSelf) {
-		v.remote = slices.DeleteFunc(slices.Clone(v.imported), fromSelf)
-	}
-	v.union = v.remote
-	if len(v.local) > 0 {
-		v.union = slices.Concat(v.local, v.remote)
+	v.union = v.slices
+	fromSelf := func(s *endpointSlice) bool { return s.imported && s.cluster == self }
+	if slices.ContainsFunc(v.imported(), fromSelf) {
+		v.union = slices.Clip(slices.DeleteFunc(slices.Clone(v.slices), fromSelf))
 	}
 	return v
 }
 
+// entry is the objects v was built from, for a change to edit.
+func (v *view) entry() entry {
+	if v == nil {
+		return entry{}
+	}
+	return entry{svc: v.svc, imp: v.imp, slices: slices.Clone(v.slices)}
+}
+
+// byOrigin orders a view's slices: local ones by name, then imported ones
+// by cluster and name.
+func byOrigin(a, b *endpointSlice) int {
+	if a.imported != b.imported {
+		if a.imported {
+			return 1
+		}
+		return -1
+	}
+	return byClusterThenName(a, b)
+}
+
+func (s *endpointSlice) isImported() bool { return s.imported }
+
 func byClusterThenName(a, b *endpointSlice) int {
-	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))
+	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name(), b.name()))
 }
 
 // native reports whether this service's cluster.local names are answered by mcs.
@@ -77,7 +95,7 @@ func (v *view) hasEndpointsIn(cluster string) bool {
 	if !v.headless() {
 		return false
 	}
-	for _, s := range v.imported {
+	for _, s := range v.imported() {
 		if s.cluster == cluster {
 			return true
 		}
@@ -89,10 +107,10 @@ func (v *view) hasEndpointsIn(cluster string) bool {
 // when headless) speaks proto: _<proto>.<svc>… then has SRV names below it.
 func (v *view) hasProtocol(proto string) bool {
 	if !v.headless() {
-		return hasNamedProtocol(v.imp.ports, proto)
+		return hasNamedProtocol(v.imp.ports.all(), proto)
 	}
-	for _, s := range v.imported {
-		if hasNamedProtocol(s.ports, proto) {
+	for _, s := range v.imported() {
+		if hasNamedProtocol(s.ports.all(), proto) {
 			return true
 		}
 	}
@@ -100,8 +118,8 @@ func (v *view) hasProtocol(proto string) bool {
 }
 
 // hasNamedProtocol: only named ports have SRV names (KEP-1645 §2.3.2).
-func hasNamedProtocol(ports []port, proto string) bool {
-	for _, p := range ports {
+func hasNamedProtocol(ports iter.Seq[port], proto string) bool {
+	for p := range ports {
 		if p.name != "" && p.protocol == proto {
 			return true
 		}
@@ -119,12 +137,12 @@ type candidates struct {
 // split gives the candidates of one query. The common case (all names, no
 // stale cluster) reuses the view's lists and allocates nothing.
 func (v *view) split(x *index, host string, now time.Time) candidates {
-	if host == "" && !v.anyStale(x, v.remote, now) {
-		return candidates{local: v.local, fresh: v.remote, union: v.union}
+	if host == "" && !v.anyStale(x, v.remote(), now) {
+		return candidates{local: v.local(), fresh: v.remote(), union: v.union}
 	}
 	var c candidates
-	c.local = withHost(v.local, host)
-	for _, sl := range withHost(v.remote, host) {
+	c.local = withHost(v.local(), host)
+	for _, sl := range withHost(v.remote(), host) {
 		if x.stale(sl.cluster, now) {
 			c.stale = append(c.stale, sl)
 		} else {
@@ -138,10 +156,10 @@ func (v *view) split(x *index, host string, now time.Time) candidates {
 // splitImported is split for clusterset answers: every imported slice,
 // this cluster's own included, with stale clusters split out.
 func (v *view) splitImported(x *index, now time.Time) (fresh, stale []*endpointSlice) {
-	if !v.anyStale(x, v.imported, now) {
-		return v.imported, nil
+	if !v.anyStale(x, v.imported(), now) {
+		return v.imported(), nil
 	}
-	for _, sl := range v.imported {
+	for _, sl := range v.imported() {
 		if x.stale(sl.cluster, now) {
 			stale = append(stale, sl)
 		} else {
