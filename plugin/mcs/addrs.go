@@ -1,6 +1,7 @@
 package mcs
 
 import (
+	"iter"
 	"net"
 	"slices"
 )
@@ -9,10 +10,11 @@ import (
 // for PTR queries (reverse.go). A large clusterset has hundreds of
 // thousands of addresses, in blocks (a node's pod range is a /24 or
 // larger), so the index groups them by all but their last byte: a group
-// holds its addresses' last bytes sorted and the slice of each, 9 bytes an
-// address where a map entry each took about 30. An address is in one slice
-// but for the moments an endpoint moves between two, when it has an entry
-// per slice.
+// holds the slices its addresses are in, once each, and per address its
+// last byte and which of those slices, 3 bytes an address where a map
+// entry each took about 30. An address is in one slice but for the
+// moments an endpoint moves between two, or when Services share a pod,
+// when it has an entry per slice.
 type addrIndex struct {
 	v4 addrGroups[[3]byte]
 	v6 addrGroups[[15]byte]
@@ -21,9 +23,18 @@ type addrIndex struct {
 type addrGroups[P comparable] map[P]*addrGroup
 
 type addrGroup struct {
-	last   []byte // sorted
+	last   []byte   // sorted
+	which  []uint16 // per address, its slice in slices
 	slices []*endpointSlice
 }
+
+// maxGroupSlices bounds the slices a group refers to, and so the work of
+// filing an address, which looks its slice up among them. A group holds 256
+// addresses; 16 slices for each (a pod behind 16 Services, imported from
+// each) is more than a cluster has, so only a member listing the same
+// addresses over and over gets there, and the addresses of the slices left
+// out have no PTR name.
+const maxGroupSlices = 16 * 256
 
 func newAddrIndex() addrIndex {
 	return addrIndex{v4: addrGroups[[3]byte]{}, v6: addrGroups[[15]byte]{}}
@@ -50,12 +61,12 @@ func (a addrIndex) remove(ip net.IP, s *endpointSlice) {
 
 // slices are the slices filed under ip; the caller holds the index's lock
 // while it reads them.
-func (a addrIndex) slices(ip net.IP) []*endpointSlice {
+func (a addrIndex) slices(ip net.IP) iter.Seq[*endpointSlice] {
 	if v4 := ip.To4(); v4 != nil {
 		return a.v4.slices([3]byte(v4), v4[3])
 	}
 	if len(ip) != net.IPv6len {
-		return nil
+		return func(func(*endpointSlice) bool) {}
 	}
 	return a.v6.slices([15]byte(ip), ip[15])
 }
@@ -70,10 +81,19 @@ func (a addrGroups[P]) add(p P, last byte, s *endpointSlice) {
 		a[p] = g
 	}
 	lo, hi := g.span(last)
-	if !slices.Contains(g.slices[lo:hi], s) {
-		g.last = slices.Insert(g.last, hi, last)
-		g.slices = slices.Insert(g.slices, hi, s)
+	if slices.ContainsFunc(g.which[lo:hi], func(k uint16) bool { return g.slices[k] == s }) {
+		return
 	}
+	k := slices.Index(g.slices, s)
+	if k < 0 {
+		if len(g.slices) == maxGroupSlices {
+			return
+		}
+		k = len(g.slices)
+		g.slices = append(g.slices, s)
+	}
+	g.last = slices.Insert(g.last, hi, last)
+	g.which = slices.Insert(g.which, hi, uint16(k)) // #nosec G115 -- below maxGroupSlices
 }
 
 func (a addrGroups[P]) remove(p P, last byte, s *endpointSlice) {
@@ -83,9 +103,10 @@ func (a addrGroups[P]) remove(p P, last byte, s *endpointSlice) {
 	}
 	lo, hi := g.span(last)
 	for i := hi - 1; i >= lo; i-- {
-		if g.slices[i].sameObject(s) {
+		if k := g.which[i]; g.slices[k].sameObject(s) {
 			g.last = slices.Delete(g.last, i, i+1)
-			g.slices = slices.Delete(g.slices, i, i+1)
+			g.which = slices.Delete(g.which, i, i+1)
+			g.forget(k)
 		}
 	}
 	if len(g.last) == 0 {
@@ -93,15 +114,32 @@ func (a addrGroups[P]) remove(p P, last byte, s *endpointSlice) {
 	}
 }
 
-func (a addrGroups[P]) slices(p P, last byte) []*endpointSlice {
-	g := a[p]
-	if g == nil {
-		return nil
+// forget drops slice k once no address refers to it.
+func (g *addrGroup) forget(k uint16) {
+	if slices.Contains(g.which, k) {
+		return
 	}
-	if lo, hi := g.span(last); lo < hi {
-		return g.slices[lo:hi:hi]
+	g.slices = slices.Delete(g.slices, int(k), int(k)+1)
+	for i, w := range g.which {
+		if w > k {
+			g.which[i] = w - 1
+		}
 	}
-	return nil
+}
+
+func (a addrGroups[P]) slices(p P, last byte) iter.Seq[*endpointSlice] {
+	return func(yield func(*endpointSlice) bool) {
+		g := a[p]
+		if g == nil {
+			return
+		}
+		lo, hi := g.span(last)
+		for _, k := range g.which[lo:hi] {
+			if !yield(g.slices[k]) {
+				return
+			}
+		}
+	}
 }
 
 func (a addrGroups[P]) len() int {

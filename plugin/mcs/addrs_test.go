@@ -2,6 +2,7 @@ package mcs
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -23,26 +24,49 @@ func TestAddrIndexSharedAddress(t *testing.T) {
 	for _, s := range []*endpointSlice{s1, s1, s2, s2, s3} {
 		a.add(ip, s)
 	}
-	if got := a.slices(ip); !slices.Equal(got, []*endpointSlice{s1, s2, s3}) {
+	if got := slices.Collect(a.slices(ip)); !slices.Equal(got, []*endpointSlice{s1, s2, s3}) {
 		t.Fatalf("filed under %v: %v, want s1, s2, s3 once each", ip, got)
 	}
 	newer := &endpointSlice{objMeta: s1.objMeta} // another version of s1
 	a.remove(ip, newer)
-	if got := a.slices(ip); !slices.Equal(got, []*endpointSlice{s2, s3}) {
+	if got := slices.Collect(a.slices(ip)); !slices.Equal(got, []*endpointSlice{s2, s3}) {
 		t.Fatalf("after s1 went: %v, want s2, s3", got)
 	}
 	a.remove(ip, s3)
 	a.remove(ip, s2)
-	if a.len() != len(neighbours) || a.slices(ip) != nil {
-		t.Fatalf("after every slice went: %d entries, %v under %v", a.len(), a.slices(ip), ip)
+	if got := slices.Collect(a.slices(ip)); a.len() != len(neighbours) || got != nil {
+		t.Fatalf("after every slice went: %d entries, %v under %v", a.len(), got, ip)
 	}
 	for _, n := range neighbours {
-		if got := a.slices(parseIP(n)); !slices.Equal(got, []*endpointSlice{other}) {
+		if got := slices.Collect(a.slices(parseIP(n))); !slices.Equal(got, []*endpointSlice{other}) {
 			t.Errorf("%s: %v, want other alone", n, got)
 		}
 		a.remove(parseIP(n), other)
 	}
 	if len(a.v4) != 0 || len(a.v6) != 0 {
 		t.Fatalf("groups left after every address went: %d IPv4, %d IPv6", len(a.v4), len(a.v6))
+	}
+}
+
+// A group refers to at most maxGroupSlices slices: past that, a slice's
+// addresses in the group are left out, and those filed before answer as
+// they did.
+func TestAddrIndexGroupBound(t *testing.T) {
+	a := newAddrIndex()
+	ip := parseIP("10.2.0.5")
+	first := &endpointSlice{objMeta: newMeta("demo", "first", "")}
+	a.add(ip, first)
+	for i := 1; i < maxGroupSlices; i++ {
+		a.add(parseIP("10.2.0.6"), &endpointSlice{objMeta: newMeta("demo", strconv.Itoa(i), "")})
+	}
+	past := &endpointSlice{objMeta: newMeta("demo", "past", "")}
+	a.add(ip, past)
+	if got := slices.Collect(a.slices(ip)); !slices.Equal(got, []*endpointSlice{first}) {
+		t.Fatalf("filed under %v: %d slices, want the first alone", ip, len(got))
+	}
+	a.remove(ip, first)
+	a.add(ip, past)
+	if got := slices.Collect(a.slices(ip)); !slices.Equal(got, []*endpointSlice{past}) {
+		t.Fatalf("once a slice went, filed under %v: %d slices, want the next one", ip, len(got))
 	}
 }

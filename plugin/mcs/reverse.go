@@ -55,7 +55,7 @@ func (x *index) ptrNames(ip net.IP, zone string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var names []string
-	for _, s := range x.addrs.slices(ip) {
+	for s := range x.addrs.slices(ip) {
 		v := x.importedView(svcKey{s.namespace(), s.service})
 		if v == nil { // not imported: no clusterset name
 			continue
