@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/plugin/ready"
 
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -59,7 +60,9 @@ func setup(c *caddy.Controller) error {
 	routeKlog()
 	m := newMCS(cfg, cl)
 	c.OnStartup(func() error {
-		m.setNSAddrs(boundIPs(dnsserver.GetConfig(c).ListenHosts, interfaceAddrs))
+		server := dnsserver.GetConfig(c)
+		m.setNSAddrs(boundIPs(server.ListenHosts, interfaceAddrs))
+		m.watcher.peers = readyPeers(server.Handlers(), m)
 		return nil
 	})
 	c.OnStartup(m.watcher.start)
@@ -268,4 +271,16 @@ func parseFallthrough(c *caddy.Controller, cfg *config) error {
 		}
 	}
 	return nil
+}
+
+// readyPeers are the plugins of handlers besides m that say when they are
+// ready, as the ready plugin finds them.
+func readyPeers(handlers []plugin.Handler, m *MCS) []ready.Readiness {
+	var peers []ready.Readiness
+	for _, h := range handlers {
+		if r, ok := h.(ready.Readiness); ok && h != plugin.Handler(m) {
+			peers = append(peers, r)
+		}
+	}
+	return peers
 }

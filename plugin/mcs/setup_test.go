@@ -11,6 +11,9 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/ready"
+	"github.com/coredns/coredns/plugin/test"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -201,4 +204,21 @@ func TestSetupWithKubeconfig(t *testing.T) {
 	if m.watcher == nil || m.idx == nil || m.watcher.idx != m.idx || m.watcher.cl.host != "https://127.0.0.2:6443" {
 		t.Errorf("the watcher must feed the plugin's index from the kubeconfig's API server")
 	}
+}
+
+// readyPeers finds the server's other plugins that say when they are
+// ready, as the ready plugin does, and not mcs itself.
+func TestReadyPeers(t *testing.T) {
+	m := &MCS{}
+	other := test.HandlerFunc(answerFromNext)
+	peer := &readyHandler{other, &readiness{}}
+	if got := readyPeers([]plugin.Handler{other, m, peer}, m); len(got) != 1 || got[0] != ready.Readiness(peer) {
+		t.Fatalf("ready peers %v, want the one other plugin with Ready", got)
+	}
+}
+
+// readyHandler is a plugin that says when it is ready.
+type readyHandler struct {
+	plugin.Handler
+	*readiness
 }

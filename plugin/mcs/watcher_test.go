@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/ready"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -190,5 +191,43 @@ func TestUnreachableAPIServer(t *testing.T) {
 	}
 	if err := m.watcher.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// readiness is a plugin of the same server that says when it is ready,
+// counting the times it was asked.
+type readiness struct {
+	ready atomic.Bool
+	asked atomic.Int32
+}
+
+func (r *readiness) Ready() bool {
+	r.asked.Add(1)
+	return r.ready.Load()
+}
+
+// Once synced, mcs returns the initial lists' free memory to the OS once,
+// and only when the server's other plugins have synced too: they list into
+// the same heap.
+func TestSyncGarbageAfterPeers(t *testing.T) {
+	f := newUnstartedFixture(t, baseConfig())
+	peer := &readiness{}
+	var freed atomic.Int32
+	f.m.watcher.peers = []ready.Readiness{peer}
+	f.m.watcher.peerPoll = 10 * time.Millisecond
+	f.m.watcher.freeMemory = func() { freed.Add(1) }
+	if err := f.m.watcher.start(); err != nil || !f.m.Ready() {
+		t.Fatalf("not ready after start: %v", err)
+	}
+	f.waitFor(func() bool { return peer.asked.Load() >= 3 }, "the server's other plugin asked three times")
+	if n := freed.Load(); n != 0 {
+		t.Fatalf("memory returned %d times while a plugin of the server was still syncing", n)
+	}
+	peer.ready.Store(true)
+	f.waitFor(func() bool { return freed.Load() == 1 }, "the memory returned once the server's plugins synced")
+	asked := peer.asked.Load()
+	_ = f.m.watcher.stop()
+	if n, again := freed.Load(), peer.asked.Load(); n != 1 || again != asked {
+		t.Fatalf("memory returned %d times, the plugin asked %d times more after: want once, and no more asking", n, again-asked)
 	}
 }
