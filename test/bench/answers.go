@@ -58,8 +58,9 @@ type answerComparison struct {
 // round trips.
 const answerWorkers = 8
 
-// compareAnswers asks every question of the corpus of both processes.
-func compareAnswers(ctx context.Context, o options, w *world, member, labels *server) (answerComparison, error) {
+// compareAnswers asks every question of the corpus of member and labels,
+// and of stock too, whose answers it does not compare.
+func compareAnswers(ctx context.Context, o options, w *world, member, labels, stock *server) (answerComparison, error) {
 	qs, sampled, err := w.answerCorpus(ctx)
 	if err != nil {
 		return answerComparison{}, err
@@ -74,6 +75,11 @@ func compareAnswers(ctx context.Context, o options, w *world, member, labels *se
 		}
 		b, err := exchange(qs[i], labels.addr())
 		if err != nil {
+			return err
+		}
+		// Asked the same, stock's cache holds what member's does, and
+		// the memory after load compares like with like.
+		if _, err := exchange(qs[i], stock.addr()); err != nil {
 			return err
 		}
 		if !bytes.Equal(normalised(a), normalised(b)) {

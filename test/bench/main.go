@@ -168,7 +168,7 @@ func measure(ctx context.Context, o options, w *world, servers *fleet, res *resu
 	if res.memory, procs, err = compareMemory(ctx, o, servers, memoryGroups(corefiles)); err != nil {
 		return err
 	}
-	if res.answers, err = compareAnswers(ctx, o, w, procs[procMember], procs[procMemberLabels]); err != nil {
+	if res.answers, err = compareAnswers(ctx, o, w, procs[procMember], procs[procMemberLabels], procs[procStock]); err != nil {
 		return err
 	}
 	for _, name := range []string{procMCSOnly, procMemberLabels} {
@@ -204,8 +204,11 @@ func runContests(ctx context.Context, o options, w *world, servers *fleet, procs
 			return err
 		}
 	}
-	res.failover, err = measureFailovers(ctx, o, w, procs[procMember])
-	return err
+	if res.failover, err = measureFailovers(ctx, o, w, procs[procMember]); err != nil {
+		return err
+	}
+	res.afterLoad = memoryResult{}
+	return sampleMemory(ctx, o, []*server{procs[procMember], procs[procStock]}, res.afterLoad)
 }
 
 // startContestants starts, into procs, the processes of the contests that

@@ -26,6 +26,9 @@ type results struct {
 	answers  answerComparison
 	dns      []*contest
 	failover []failoverResult
+	// afterLoad is member's and stock's memory once the contests have run;
+	// nil under -only memory.
+	afterLoad memoryResult
 }
 
 func (r *results) markdown() string {
@@ -63,7 +66,10 @@ func (r *results) summary(b *strings.Builder) {
 			pct(f.over, 0.99).Round(time.Microsecond), pct(f.over, 0.5).Round(time.Microsecond), maxFailoverP99, benchreport.YesNo(pct(f.over, 0.99) <= maxFailoverP99))
 	}
 	for _, c := range memoryComparisons {
-		row(b, c.what, float64(r.memory[c.measured].rss), float64(r.memory[c.reference].rss), func(v float64) string { return mib(int64(v)) }, atMost(c.max))
+		c.row(b, r.memory)
+	}
+	if r.afterLoad != nil {
+		afterLoad.row(b, r.afterLoad)
 	}
 	member := r.memory[procMember]
 	for _, c := range r.shipped.checks(member) {
@@ -98,6 +104,10 @@ func row(b *strings.Builder, name string, measured, reference float64, format fu
 		want, met = fmt.Sprintf("≥ %.2f", t.bound), benchreport.YesNo(ratio >= t.bound)
 	}
 	fmt.Fprintf(b, "| %s | %s | %s | %.2f | %s | %s |\n", name, format(measured), format(reference), ratio, want, met)
+}
+
+func (c memoryComparison) row(b *strings.Builder, res memoryResult) {
+	row(b, c.what, float64(c.figure(res[c.measured])), float64(c.figure(res[c.reference])), func(v float64) string { return mib(int64(v)) }, atMost(c.max))
 }
 
 func micros(v float64) string { return fmt.Sprintf("%.1f µs", v/float64(time.Microsecond)) }
@@ -157,6 +167,13 @@ func (r *results) memoryDetails(b *strings.Builder) {
 		for _, p := range g {
 			m := r.memory[p.name]
 			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", p.name, m.ready.Round(10*time.Millisecond), mib(m.rss), mib(m.hwm))
+		}
+	}
+	if r.afterLoad != nil {
+		fmt.Fprintf(b, "\nAfter the query contests and the failovers, sampled the same way:\n\n| process | RSS | peak RSS (VmHWM) |\n|---|---|---|\n")
+		for _, name := range []string{procMember, procStock} {
+			m := r.afterLoad[name]
+			fmt.Fprintf(b, "| %s | %s | %s |\n", name, mib(m.rss), mib(m.hwm))
 		}
 	}
 	s := r.shipped
