@@ -47,8 +47,9 @@ func metaOf(m *metav1.ObjectMeta) objMeta { return newMeta(m.Namespace, m.Name, 
 // GetObjectMeta gives the key as the name, in no namespace, so that
 // client-go's key function returns the key this object holds rather than
 // building another: the store's key is the same text either way. The
-// informer reads nothing else but the resourceVersion; this code reads
-// namespace and name.
+// informer reads nothing else but the resourceVersion (no informer here has
+// an index by namespace, which would file every object under none); this
+// code reads namespace and name.
 func (o *objMeta) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: o.key(), ResourceVersion: o.id[o.keyLen:]}
 }
