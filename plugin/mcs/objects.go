@@ -65,9 +65,8 @@ func (o *objMeta) name() string {
 }
 
 // intern returns the one copy of s that every trimmed object shares. It is
-// for the strings that tens of thousands of objects repeat (namespaces,
-// source clusters, port names and protocols), not for names, which would
-// cost the table more than they save.
+// for the strings that tens of thousands of objects repeat (source
+// clusters), not for names, which would cost the table more than they save.
 func intern(s string) string { return unique.Make(s).Value() }
 
 // port is a service, import or slice port; name and protocol are lower-case
@@ -84,9 +83,9 @@ func (p port) matches(name, protocol string) bool {
 }
 
 // portList is an object's ports, encoded and interned: a fleet's slices
-// and imports repeat a few lists of ports, which each held a copy of. Each port
-// is its name's length, its name, its protocol's length, its protocol and
-// its number in four bytes.
+// and imports repeat a few lists of ports, which each held a copy of. Each
+// port is its name's length, its name, its protocol's length, its protocol
+// and its number in four bytes.
 type portList struct{ h unique.Handle[string] }
 
 func newPortList(ps []port) portList {
@@ -247,7 +246,7 @@ func newPort(name, protocol string, number int32) port {
 	if protocol == "" {
 		protocol = string(corev1.ProtocolTCP)
 	}
-	return port{name: intern(strings.ToLower(name)), protocol: intern(strings.ToLower(protocol)), port: number}
+	return port{name: strings.ToLower(name), protocol: strings.ToLower(protocol), port: number}
 }
 
 // toSlice keeps what answers need of an EndpointSlice. An imported slice
