@@ -31,7 +31,9 @@ func (v *view) imported() []*endpointSlice { return v.slices[v.nLocal:] }
 func (v *view) remote() []*endpointSlice   { return v.union[v.nLocal:] }
 
 func newView(e entry, self string, fallback api.Strategy) *view {
-	// Clipped, the lists cannot be appended to in place by a reader.
+	// A copy of the entry's slices: of their exact size, where the edited
+	// array may have room to spare, and clipped, so that no reader can
+	// append to it in place.
 	v := &view{svc: e.svc, imp: e.imp, slices: slices.Clip(slices.Clone(e.slices))}
 	if e.imp != nil {
 		v.strategy = cmp.Or(e.imp.strategy, fallback)
