@@ -30,9 +30,18 @@ import (
 // start and stop them.
 var noIndex = cache.Indexers{}
 
+// notDerived leaves out the derived-<svc> Services the controller writes,
+// one per imported service: mcs answers from the ServiceImport and the
+// imported slices, and a fleet's derived Services would otherwise cost it
+// as much as every other Service together. Any other Service named
+// derived-<svc> (a user's, unlabelled) is still read.
+func notDerived(o *metav1.ListOptions) {
+	o.LabelSelector = api.LabelManagedBy + "!=" + api.ManagedBy
+}
+
 func servicesInformer(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 	return f.InformerFor(&corev1.Service{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewServiceInformer(c, metav1.NamespaceAll, resync, noIndex)
+		return coreinformers.NewFilteredServiceInformer(c, metav1.NamespaceAll, resync, noIndex, notDerived)
 	})
 }
 

@@ -116,6 +116,33 @@ func TestServiceImportsWatchedOnce(t *testing.T) {
 	}
 }
 
+// The controller's derived-<svc> Services are left out of what mcs reads,
+// at the API server: a user's Service of such a name is not.
+func TestDerivedServicesLeftOut(t *testing.T) {
+	derived := serviceObj("ns", api.DerivedPrefix+"web", []string{"10.96.5.5"}, httpPort)
+	derived.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+	users := serviceObj("ns", api.DerivedPrefix+"db", []string{"10.96.5.6"}, httpPort)
+	f := newFixture(t, baseConfig(), derived, users,
+		importObj("ns", "web", []string{"10.50.0.1"}, []portSpec{httpPort}, withStrategy("RemoteAndLocal")))
+	var selectors []string
+	for _, a := range f.kube.Actions() {
+		if l, ok := a.(k8stesting.ListActionImpl); ok && l.GetResource().Resource == "services" {
+			selectors = append(selectors, l.GetListOptions().LabelSelector)
+		}
+	}
+	if want := []string{"app.kubernetes.io/managed-by!=mcs-controller.coredns-mcs.io"}; !slices.Equal(selectors, want) {
+		t.Errorf("Service lists with selectors %q, want %q", selectors, want)
+	}
+	f.m.idx.mu.RLock()
+	defer f.m.idx.mu.RUnlock()
+	if v := f.m.idx.views[svcKey{"ns", derived.Name}]; v != nil {
+		t.Errorf("the controller's %s is read: %+v", derived.Name, v.svc)
+	}
+	if v := f.m.idx.views[svcKey{"ns", users.Name}]; v == nil || v.svc == nil {
+		t.Errorf("the user's %s is not read", users.Name)
+	}
+}
+
 // Without the MCS CRDs a cluster has no imports: the plugin is ready, passes
 // every native name on, and picks ServiceImports up once they are served,
 // without a restart.

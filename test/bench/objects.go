@@ -34,9 +34,9 @@ import (
 // ClusterIP on each allocation and release (the allocator's metrics), so
 // writing or deleting n Services takes O(n²), about 7 minutes for 10k. This
 // is why only -native services have a Service, and why the derived-svc-<i>
-// Services the controller would write are left out (both processes
-// compared would hold them alike); the imports' spec.ips come from a block
-// of their own instead.
+// Services the controller would write are left out (the kubernetes plugin
+// of both processes compared would hold them alike, and mcs does not read
+// them); the imports' spec.ips come from a block of their own instead.
 type world struct {
 	opts options
 	kube kubernetes.Interface
