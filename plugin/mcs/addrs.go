@@ -162,26 +162,28 @@ func (g *addrGroup) span(b byte) (lo, hi int) {
 
 // fileAddrs moves a slice's addresses in the address index from old to cur.
 func (x *index) fileAddrs(old, cur *endpointSlice) {
-	oldRemote, curRemote := x.filedByAddress(old), x.filedByAddress(cur)
-	if !oldRemote && !curRemote {
+	oldFiled, curFiled := x.filedByAddress(old), x.filedByAddress(cur)
+	if !oldFiled && !curFiled {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if oldRemote {
+	if oldFiled {
 		for e := range old.all() {
 			x.addrs.remove(e.ip, old)
 		}
 	}
-	if curRemote {
+	if curFiled {
 		for e := range cur.all() {
 			x.addrs.add(e.ip, cur)
 		}
 	}
 }
 
-// filedByAddress reports whether s goes into the address index: a slice
-// imported from another cluster, when PTR queries are answered.
+// filedByAddress reports whether s goes into the address index: an
+// imported slice, when PTR queries are answered. Those of other clusters
+// have clusterset names; every one, this cluster's own too, has a name
+// under its derived-<svc> Service.
 func (x *index) filedByAddress(s *endpointSlice) bool {
-	return x.byAddress && s != nil && s.imported && s.service != "" && s.cluster != x.self
+	return x.byAddress && s != nil && s.imported && s.service != ""
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/test"
@@ -149,12 +150,13 @@ func (f *fixture) query(name string, qtype uint16) *dns.Msg {
 	return serve(f.t, f.m, name, qtype)
 }
 
-func serve(t testing.TB, m *MCS, name string, qtype uint16) *dns.Msg {
+// serve asks h name and returns its answer.
+func serve(t testing.TB, h plugin.Handler, name string, qtype uint16) *dns.Msg {
 	t.Helper()
 	r := new(dns.Msg)
 	r.SetQuestion(dns.Fqdn(name), qtype)
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	if _, err := m.ServeDNS(context.Background(), rec, r); err != nil {
+	if _, err := h.ServeDNS(context.Background(), rec, r); err != nil {
 		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
 	}
 	if rec.Msg == nil {

@@ -137,12 +137,17 @@ var nodata = response{rcode: dns.RcodeSuccess}
 // carries the zone's SOA in the authority section so it can be cached
 // negatively for the configured TTL.
 func (m *MCS) write(q *query, resp response) (dns.ResponseWriter, int, error) {
+	return m.writeTTL(q, resp, m.cfg.ttl)
+}
+
+// writeTTL is write with the SOA's TTL ttl.
+func (m *MCS) writeTTL(q *query, resp response, ttl uint32) (dns.ResponseWriter, int, error) {
 	msg := new(dns.Msg)
 	msg.SetRcode(q.state.Req, resp.rcode)
 	msg.Authoritative = true
 	msg.Answer, msg.Extra = resp.answer, resp.extra
 	if len(resp.answer) == 0 {
-		msg.Ns = []dns.RR{soa(q.origZone, m.cfg.ttl, m.idx.serial.Load())}
+		msg.Ns = []dns.RR{soa(q.origZone, ttl, m.idx.serial.Load())}
 	}
 	q.out = msg
 	return answered(dns.RcodeSuccess, nil)

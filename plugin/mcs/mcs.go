@@ -29,6 +29,7 @@ type MCS struct {
 	watcher *watcher
 	idx     *index
 	nsAddrs []net.IP // addresses the server listens on, for the glue of ns.dns.<clusterset zone>
+	kube    kubePeer // the server's kubernetes plugin, whose derived names mcs answers (derived.go)
 }
 
 // setNSAddrs sets the addresses the server listens on, known at start-up,

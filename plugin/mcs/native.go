@@ -24,6 +24,9 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)
 	if !v.native() {
+		if d := m.derivedView(q); d != nil {
+			return m.serveDerived(q, d)
+		}
 		return w, 0, nil
 	}
 	host, mode := "", m.cfg.answer

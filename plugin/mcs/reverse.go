@@ -16,10 +16,17 @@ import (
 // imported from another cluster with that endpoint's clusterset name, as the
 // kubernetes plugin answers one for a local endpoint with its cluster.local
 // name; but an address a local object holds (a pod, a Service) is the
-// kubernetes plugin's, whatever another cluster's slice claims. Every other name of a reverse zone goes to the next plugin
-// untouched, before sync too: addresses that are not imported endpoints
-// (this cluster's pods and Services, the VIPs of derived Services, anything
-// outside the cluster) are the kubernetes plugin's, or its fallthrough's.
+// kubernetes plugin's, whatever another cluster's slice claims. Every
+// other name of a reverse zone goes to the next plugin untouched, before
+// sync too: addresses that are not imported endpoints (this cluster's pods
+// and Services, the VIPs of derived Services, anything outside the cluster)
+// are the kubernetes plugin's, or its fallthrough's.
+//
+// The kubernetes plugin names an imported endpoint under its derived-<svc>
+// Service too (derived.go); mcs adds those names to a local answer, and
+// answers them alone for an address only this cluster's own imported
+// slices hold, so that they are there whether or not the kubernetes plugin
+// reads the imported slices.
 func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
 	if q.state.QType() != dns.TypePTR || !m.watcher.ready.Load() {
@@ -29,53 +36,79 @@ func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	if ip == nil {
 		return w, 0, nil
 	}
-	names := m.idx.ptrNames(ip, clustersetZone)
-	if len(names) == 0 {
+	names := m.idx.ptrNames(ip, clustersetZone, m.kube.zone)
+	if len(names.clusterset) == 0 && len(names.derived) == 0 {
 		return w, 0, nil
 	}
 	if local := m.localPTR(q); local != nil {
-		q.out = local
+		q.out = withDerived(local, names.derived, m.kube)
 		return answered(dns.RcodeSuccess, nil)
 	}
-	rrs := make([]dns.RR, 0, len(names))
-	for _, name := range names {
-		rrs = append(rrs, &dns.PTR{Hdr: dns.RR_Header{Name: q.owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: m.cfg.ttl}, Ptr: name})
+	if len(names.clusterset) > 0 {
+		count(q.ctx, q.zone, "", outcomeRemote)
+		return m.write(q, response{answer: ptrRecords(q.owner, names.clusterset, m.cfg.ttl)})
 	}
-	count(q.ctx, q.zone, "", outcomeRemote)
-	return m.write(q, response{answer: rrs})
+	count(q.ctx, q.zone, "", outcomeCombined)
+	return m.writeTTL(q, response{answer: ptrRecords(q.owner, names.derived, m.kube.ttl)}, m.kube.ttl)
 }
 
-// ptrNames are the clusterset names of the endpoints with address ip in
-// other clusters' imported slices of imported services, sorted, each once.
-// A headless import's endpoint is <hostname>.<clusterid>.<svc>.<ns>.svc.<zone>
-// (KEP-1645 DNS specification §2.4.3), the name that answers its address.
-// A ClusterSetIP import has no names per endpoint or cluster (§2.3.4): its
-// endpoints are reached through <svc>.<ns>.svc.<zone>, which is their name.
-func (x *index) ptrNames(ip net.IP, zone string) []string {
+func ptrRecords(owner string, names []string, ttl uint32) []dns.RR {
+	rrs := make([]dns.RR, 0, len(names))
+	for _, name := range names {
+		rrs = append(rrs, &dns.PTR{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl}, Ptr: name})
+	}
+	return rrs
+}
+
+// ptrSet is what the index names an address: the clusterset names of the
+// endpoints at it imported from other clusters, and the names of every
+// imported endpoint at it under its derived-<svc> Service.
+type ptrSet struct {
+	clusterset, derived []string
+}
+
+// ptrNames are the names of the endpoints with address ip in imported
+// slices, sorted, each once. A headless import's endpoint is
+// <hostname>.<clusterid>.<svc>.<ns>.svc.<zone> (KEP-1645 DNS specification
+// §2.4.3), the name that answers its address. A ClusterSetIP import has
+// no names per endpoint or cluster (§2.3.4): its endpoints are reached
+// through <svc>.<ns>.svc.<zone>, which is their name. Only imported
+// services have clusterset names; every imported slice has derived names,
+// as the kubernetes plugin names them in its zone kubeZone ("": none).
+func (x *index) ptrNames(ip net.IP, zone, kubeZone string) ptrSet {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var names []string
+	var names ptrSet
 	for s := range x.addrs.slices(ip) {
 		v := x.importedView(svcKey{s.namespace(), s.service})
-		if v == nil { // not imported: no clusterset name
-			continue
-		}
 		svcName := dnsutil.Join(s.service, s.namespace(), "svc", zone)
 		for e := range s.all() {
 			if !e.ip.Equal(ip) {
+				continue
+			}
+			if kubeZone != "" {
+				names.derived = appendNew(names.derived, dnsutil.Join(e.hostname(), api.DerivedPrefix+s.service, s.namespace(), "svc", kubeZone))
+			}
+			if v == nil || s.cluster == x.self { // not imported, or this cluster's own: no clusterset name
 				continue
 			}
 			name := svcName
 			if v.headless() {
 				name = e.hostname() + "." + s.cluster + "." + svcName
 			}
-			if !slices.Contains(names, name) {
-				names = append(names, name)
-			}
+			names.clusterset = appendNew(names.clusterset, name)
 		}
 	}
-	slices.Sort(names)
+	slices.Sort(names.clusterset)
+	slices.Sort(names.derived)
 	return names
+}
+
+func appendNew(names []string, name string) []string {
+	if slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
 }
 
 // localPTR is the next plugin's answer to q when it names a local object
@@ -98,6 +131,37 @@ func (m *MCS) localPTR(q *query) *dns.Msg {
 		}
 	}
 	return nil
+}
+
+// withDerived adds to the kubernetes plugin's answer naming local endpoints
+// the derived names of the address it has not: it names every endpoint at
+// an address, in every slice it reads. An answer naming a Service (a
+// ClusterIP) names nothing else, and is left as it is.
+func withDerived(local *dns.Msg, derived []string, kube kubePeer) *dns.Msg {
+	have := map[string]bool{}
+	for _, rr := range local.Answer {
+		ptr, ok := rr.(*dns.PTR)
+		if !ok {
+			continue
+		}
+		if !endpointName(ptr.Ptr, kube.zone) {
+			return local
+		}
+		have[strings.ToLower(ptr.Ptr)] = true
+	}
+	for _, name := range derived {
+		if !have[name] {
+			local.Answer = append(local.Answer, ptrRecords(local.Question[0].Name, []string{name}, kube.ttl)...)
+		}
+	}
+	return local
+}
+
+// endpointName reports whether name is an endpoint's in zone,
+// <host>.<svc>.<ns>.svc.<zone>, rather than a Service's.
+func endpointName(name, zone string) bool {
+	base, ok := strings.CutSuffix(strings.ToLower(name), "."+zone)
+	return ok && dns.CountLabel(base) == 4
 }
 
 // derivedName reports whether name is a derived-<svc> Service's, or one of

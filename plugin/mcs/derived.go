@@ -1,0 +1,184 @@
+package mcs
+
+import (
+	"math"
+	"net"
+	"strings"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// The controller writes a derived-<svc> Service for every imported service,
+// and the imported slices belong to it (kubernetes.io/service-name), so that
+// kube-proxy programs the clusterset VIP. The kubernetes plugin answers the
+// names of those Services from the same slices: their endpoints'
+// names, and a headless one's own name and ports. mcs answers those names
+// itself, as the kubernetes plugin answers them, record for record, with its
+// TTL: so the kubernetes plugin can leave the imported slices, a fleet's
+// bulk, out of its own copy of the cluster (its labels option) without any
+// answer changing (README.md, "Derived names").
+
+// kubePeer is what mcs answers derived names with of the kubernetes plugin
+// of its server: its TTL, and the zone it names PTR targets in (its first
+// forward zone). Without one, mcs's TTL and no PTR names.
+type kubePeer struct {
+	ttl  uint32
+	zone string
+}
+
+// kubePeerOf finds the kubernetes plugin among handlers.
+func kubePeerOf(handlers []plugin.Handler, ttl uint32) kubePeer {
+	for _, h := range handlers {
+		k, ok := h.(*kubernetes.Kubernetes)
+		if !ok {
+			continue
+		}
+		for _, z := range k.Zones {
+			if dnsutil.IsReverse(z) == 0 {
+				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z}
+			}
+		}
+	}
+	return kubePeer{ttl: ttl}
+}
+
+// derivedView is the imported service whose derived-<svc> Service q names,
+// or nil.
+func (m *MCS) derivedView(q *query) *view {
+	svc, ok := strings.CutPrefix(q.name.service, api.DerivedPrefix)
+	if !ok {
+		return nil
+	}
+	return m.idx.view(q.name.namespace, svc)
+}
+
+// serveDerived answers a name of v's derived Service from its imported
+// slices (every cluster's, this one's included, stale or not: the
+// kubernetes plugin knows nothing of either). A ClusterSetIP import's
+// Service name and ports are its VIPs', which the kubernetes plugin answers
+// from the Service; a name no endpoint has goes on too, for its NXDOMAIN.
+func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
+	w := q.state.W
+	if q.name.shape != shapeEndpoint && !v.headless() {
+		return w, 0, nil
+	}
+	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)
+	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
+		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[srvKey]struct{}{}}
+	set.collect(v.imported())
+	if set.matched == 0 {
+		return w, 0, nil
+	}
+	var resp response
+	switch qtype := q.state.QType(); qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		resp.answer = set.addrs(qtype)
+	case dns.TypeSRV:
+		resp.answer, resp.extra = set.records()
+	}
+	count(q.ctx, q.zone, "", outcomeCombined)
+	return m.writeTTL(q, resp, m.kube.ttl)
+}
+
+// derivedSet is the endpoints and ports a derived name matches, as the
+// kubernetes plugin lists them: one entry per endpoint and port of its slice
+// (a slice without ports counting as one port that no SRV record is made
+// of), by whose number it weighs SRV records.
+type derivedSet struct {
+	owner, svcName    string
+	host, port, proto string
+	ttl               uint32
+	budget            budget
+
+	matched int
+	ips     []net.IP // matching endpoints' addresses, each once
+	answer  []dns.RR // SRV
+	extra   []dns.RR
+	seen    map[srvKey]struct{}
+}
+
+func (d *derivedSet) collect(ss []*endpointSlice) {
+	for _, s := range ss {
+		for e := range s.all() {
+			if d.host != "" && !e.named(d.host) {
+				continue
+			}
+			n := d.matchingPorts(s, e)
+			if n > 0 && !d.seenKey(srvKey{ip: string(e.ip)}) && d.budget.allows(len(d.ips)) {
+				d.ips = append(d.ips, e.ip)
+			}
+			d.matched += n
+		}
+	}
+}
+
+// matchingPorts adds the SRV records of e's ports that match and returns
+// how many matched.
+func (d *derivedSet) matchingPorts(s *endpointSlice, e endpoint) int {
+	n, ported := 0, false
+	for p := range s.ports.all() {
+		ported = true
+		if !p.matches(d.port, d.proto) {
+			continue
+		}
+		n++
+		d.addSRV(e, p)
+	}
+	if !ported && d.port == "" && d.proto == "" {
+		n++ // the kubernetes plugin's port -1: an address, and no SRV record
+	}
+	return n
+}
+
+func (d *derivedSet) addSRV(e endpoint, p port) {
+	if p.port <= 0 || !d.budget.allows(len(d.answer)+len(d.extra)) {
+		return
+	}
+	target := e.hostname() + "." + d.svcName
+	if !d.seenKey(srvKey{target: target, port: p.port}) {
+		d.answer = append(d.answer, &dns.SRV{
+			Hdr:    dns.RR_Header{Name: d.owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: d.ttl},
+			Port:   uint16(p.port), // #nosec G115 -- API validation keeps ports in 1..65535
+			Target: target,
+		})
+	}
+	if !d.seenKey(srvKey{target: target, ip: string(e.ip)}) {
+		d.extra = append(d.extra, addrRR(target, e.ip, d.ttl))
+	}
+}
+
+func (d *derivedSet) seenKey(k srvKey) bool {
+	if _, ok := d.seen[k]; ok {
+		return true
+	}
+	d.seen[k] = struct{}{}
+	return false
+}
+
+// addrs are the A or AAAA records of the matching endpoints.
+func (d *derivedSet) addrs(qtype uint16) []dns.RR {
+	var rrs []dns.RR
+	for _, ip := range d.ips {
+		if family(ip) == qtype {
+			rrs = append(rrs, addrRR(d.owner, ip, d.ttl))
+		}
+	}
+	return rrs
+}
+
+// records is the SRV answer, weighed as the kubernetes plugin weighs it:
+// 100 over every entry matched, duplicates and portless ones included,
+// rounded down in floating point, at least 1.
+func (d *derivedSet) records() (answer, extra []dns.RR) {
+	w := uint16(max(1, math.Floor(100.0/float64(100*d.matched)*100)))
+	for _, rr := range d.answer {
+		rr.(*dns.SRV).Weight = w
+	}
+	return d.answer, d.extra
+}

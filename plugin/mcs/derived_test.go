@@ -1,0 +1,214 @@
+package mcs
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/coredns/coredns/plugin/kubernetes/object"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
+)
+
+// derivedWorld is a consumption cluster's objects as the controller and
+// the cluster's own controllers leave them: imports, their imported slices
+// (this cluster's own exported ones among them) and derived Services, and
+// local Services and slices.
+func derivedWorld() (svcs []*corev1.Service, local, imported []*discoveryv1.EndpointSlice, imports []runtime.Object) {
+	derived := func(name string, ips ...string) *corev1.Service {
+		s := serviceObj("demo", api.DerivedPrefix+name, ips, httpPort)
+		s.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+		return s
+	}
+	svcs = []*corev1.Service{
+		derived("web"), derived("serve", "10.96.7.7"), derived("bare"),
+		serviceObj("demo", "web", nil, httpPort), serviceObj("demo", "serve", []string{"10.96.1.1"}, httpPort),
+	}
+	local = []*discoveryv1.EndpointSlice{
+		localSlice("demo", "web", "web-local", []portSpec{httpPort}, ep{ip: "10.1.0.7", hostname: "web-1"}),
+		localSlice("demo", "serve", "serve-local", []portSpec{httpPort}, ep{ip: "10.1.1.5"}),
+	}
+	imported = []*discoveryv1.EndpointSlice{
+		importedSlice("demo", "web", "member2", "a", []portSpec{httpPort, dnsPort},
+			ep{ip: "10.2.0.5", hostname: "web-0"}, ep{ip: "10.2.0.6"}, ep{ip: "10.2.0.8", notReady: true}),
+		importedSlice("demo", "web", "member3", "b", []portSpec{httpPort}, ep{ip: "10.3.0.5", hostname: "web-0"}),
+		importedSlice("demo", "web", self, "c", []portSpec{httpPort}, ep{ip: "10.1.0.7", hostname: "web-1"}),
+		importedSlice("demo", "serve", "member2", "d", []portSpec{httpPort}, ep{ip: "10.2.1.5"}),
+		importedSlice("demo", "serve", self, "e", []portSpec{httpPort}, ep{ip: "10.1.1.5"}),
+		importedSlice("demo", "bare", "member2", "f", nil, ep{ip: "10.2.2.5"}),
+	}
+	imports = []runtime.Object{
+		importObj("demo", "web", nil, []portSpec{httpPort, dnsPort}, headlessImport),
+		importObj("demo", "serve", []string{"10.96.7.7"}, []portSpec{httpPort}),
+		importObj("demo", "bare", nil, nil, headlessImport),
+	}
+	return svcs, local, imported, imports
+}
+
+// The names of derived-<svc> Services are answered alike whether the
+// kubernetes plugin reads the imported slices or leaves them out (the
+// member Corefile's labels selector), and as the kubernetes plugin alone
+// answers them from those slices.
+func TestDerivedNamesAsKubernetes(t *testing.T) {
+	svcs, local, imported, imports := derivedWorld()
+	all := newSliceAPI(svcs, append(slices.Clone(local), imported...))
+	selected := newSliceAPI(svcs, local)
+	objs := slices.Clone(imports)
+	for _, s := range append(local, imported...) {
+		objs = append(objs, s)
+	}
+	cfg := reverseConfig()
+	cfg.ttl = 7 // not the kubernetes plugin's, so that the test sees whose TTL an answer has
+	f := newFixture(t, cfg, objs...)
+	kube := func(api sliceAPI) *kubernetes.Kubernetes {
+		k := kubernetes.New([]string{testZone, "in-addr.arpa."})
+		k.APIConn = api
+		return k
+	}
+	kubeAll, kubeSelected := kube(all), kube(selected)
+	f.m.kube = kubePeerOf([]plugin.Handler{kubeAll}, cfg.ttl)
+
+	forward := []string{
+		"derived-web", "_http._tcp.derived-web", "_dns._udp.derived-web", "_https._tcp.derived-web",
+		"web-0.derived-web", "10-2-0-6.derived-web", "web-1.derived-web", "10-2-0-8.derived-web", "nobody.derived-web",
+		"derived-serve", "_http._tcp.derived-serve", "10-2-1-5.derived-serve", "10-1-1-5.derived-serve",
+		"derived-bare", "10-2-2-5.derived-bare", "_http._tcp.derived-bare", "derived-gone",
+	}
+	reverse := []string{"10.2.0.5", "10.1.0.7", "10.1.1.5", "10.96.7.7", "10.2.2.5", "10.9.9.9"}
+	type question struct {
+		name  string
+		qtype uint16
+	}
+	var qs []question
+	for _, n := range forward {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT} {
+			qs = append(qs, question{n + ".demo.svc.cluster.local.", qtype})
+		}
+	}
+	for _, ip := range reverse {
+		qs = append(qs, question{ptrName(t, ip), dns.TypePTR})
+	}
+	answered := 0
+	for _, q := range qs {
+		f.m.Next = kubeAll
+		withAll := serve(t, f.m, q.name, q.qtype)
+		f.m.Next = kubeSelected
+		withSelected := serve(t, f.m, q.name, q.qtype)
+		what := q.name + " " + dns.TypeToString[q.qtype]
+		if got, want := normalized(withSelected), normalized(withAll); got != want {
+			t.Errorf("%s: with the imported slices left out of the kubernetes plugin\n%s\nwith them\n%s", what, got, want)
+		}
+		if dns.IsSubDomain(testZone, q.name) {
+			if got, want := normalized(withSelected), normalized(serve(t, kubeAll, q.name, q.qtype)); got != want {
+				t.Errorf("%s: mcs answers\n%s\nthe kubernetes plugin alone\n%s", what, got, want)
+			}
+		}
+		if len(withSelected.Answer) > 0 {
+			answered++
+		}
+	}
+	if answered < 25 {
+		t.Errorf("only %d of %d questions have an answer: the world is not what the test means", answered, len(qs))
+	}
+	// Spot checks of what the comparison above holds equal.
+	f.m.Next = kubeSelected
+	f.check([]test.Case{
+		{Qname: "derived-web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
+			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.1.0.7"),
+			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
+			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.6"),
+			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.3.0.5"),
+		}},
+		{Qname: "web-0.derived-web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
+			test.A("web-0.derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
+			test.A("web-0.derived-web.demo.svc.cluster.local. 5 IN A 10.3.0.5"),
+		}},
+		{Qname: ptrName(t, "10.1.0.7"), Qtype: dns.TypePTR, Answer: []dns.RR{
+			test.PTR(ptrName(t, "10.1.0.7") + " 5 IN PTR web-1.derived-web.demo.svc.cluster.local."),
+			test.PTR(ptrName(t, "10.1.0.7") + " 5 IN PTR web-1.web.demo.svc.cluster.local."),
+		}},
+	})
+}
+
+// normalized is m's rcode, flags and records, each section sorted, the
+// SOA serial left out: what a client compares.
+func normalized(m *dns.Msg) string {
+	section := func(rrs []dns.RR) string {
+		var out []string
+		for _, rr := range rrs {
+			if soa, ok := rr.(*dns.SOA); ok {
+				soa = dns.Copy(soa).(*dns.SOA)
+				soa.Serial = 0
+				rr = soa
+			}
+			out = append(out, rr.String())
+		}
+		slices.Sort(out)
+		return strings.Join(out, "\n  ")
+	}
+	return dns.RcodeToString[m.Rcode] + " aa=" + map[bool]string{true: "1", false: "0"}[m.Authoritative] +
+		"\nanswer:\n  " + section(m.Answer) + "\nauthority:\n  " + section(m.Ns) + "\nextra:\n  " + section(m.Extra)
+}
+
+// sliceAPI is the kubernetes plugin's API connection over Services and
+// EndpointSlices, converted as its informers convert them.
+type sliceAPI struct {
+	kubernetesAPI
+	svcs []*object.Service
+	eps  []*object.Endpoints
+}
+
+func newSliceAPI(svcs []*corev1.Service, ss []*discoveryv1.EndpointSlice) sliceAPI {
+	var a sliceAPI
+	for _, s := range svcs {
+		o, _ := object.ToService(s.DeepCopy())
+		a.svcs = append(a.svcs, o.(*object.Service))
+	}
+	for _, s := range ss {
+		o, _ := object.EndpointSliceToEndpoints(s.DeepCopy())
+		a.eps = append(a.eps, o.(*object.Endpoints))
+	}
+	return a
+}
+
+func (a sliceAPI) SvcIndex(key string) []*object.Service {
+	return filter(a.svcs, func(s *object.Service) bool { return s.Index == key })
+}
+
+func (a sliceAPI) SvcIndexReverse(ip string) []*object.Service {
+	return filter(a.svcs, func(s *object.Service) bool { return slices.Contains(s.ClusterIPs, ip) })
+}
+
+func (a sliceAPI) SvcExtIndexReverse(string) []*object.Service { return nil }
+
+func (a sliceAPI) EpIndex(key string) []*object.Endpoints {
+	return filter(a.eps, func(e *object.Endpoints) bool { return e.Index == key })
+}
+
+func (a sliceAPI) EpIndexReverse(ip string) []*object.Endpoints {
+	return filter(a.eps, func(e *object.Endpoints) bool { return slices.Contains(e.IndexIP, ip) })
+}
+
+func (a sliceAPI) GetNamespaceByName(name string) (*object.Namespace, error) {
+	return &object.Namespace{Name: name}, nil
+}
+
+func (a sliceAPI) HasSynced() bool                        { return true }
+func (a sliceAPI) Modified(kubernetes.ModifiedMode) int64 { return 0 }
+
+func filter[T any](in []T, keep func(T) bool) []T {
+	var out []T
+	for _, v := range in {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
