@@ -7,6 +7,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
@@ -18,18 +19,22 @@ import (
 // and the imported slices belong to it (kubernetes.io/service-name), so that
 // kube-proxy programs the clusterset VIP. The kubernetes plugin answers the
 // names of those Services from the same slices: their endpoints'
-// names, and a headless one's own name and ports. mcs answers those names
-// itself, as the kubernetes plugin answers them, record for record, with its
-// TTL: so the kubernetes plugin can leave the imported slices, a fleet's
-// bulk, out of its own copy of the cluster (its labels option) without any
-// answer changing (README.md, "Derived names").
+// names, and a headless one's own name and ports. Where it does not read
+// them (its labels option leaving the imported slices, a fleet's bulk, out
+// of its copy of the cluster), mcs answers those names instead, as the
+// kubernetes plugin would, record for record, with its TTL; where it reads
+// them, the names go to it untouched (README.md, "Derived names").
 
 // kubePeer is what mcs answers derived names with of the kubernetes plugin
-// of its server: its TTL, and the zone it names PTR targets in (its first
-// forward zone). Without one, mcs's TTL and no PTR names.
+// of its server: its TTL, the zone it names PTR targets in (its first
+// forward zone), and the slices it reads. Without one, mcs's TTL and no
+// PTR names.
 type kubePeer struct {
 	ttl  uint32
 	zone string
+	eps  interface {
+		EpIndex(key string) []*object.Endpoints
+	}
 }
 
 // kubePeerOf finds the kubernetes plugin among handlers.
@@ -41,11 +46,17 @@ func kubePeerOf(handlers []plugin.Handler, ttl uint32) kubePeer {
 		}
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z}
+				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, eps: k.APIConn}
 			}
 		}
 	}
 	return kubePeer{ttl: ttl}
+}
+
+// reads reports whether the kubernetes plugin holds slices of Service
+// namespace/name.
+func (k kubePeer) reads(namespace, name string) bool {
+	return k.eps != nil && len(k.eps.EpIndex(object.EndpointsKey(name, namespace))) > 0
 }
 
 // derivedView is the imported service whose derived-<svc> Service q names,
@@ -60,12 +71,13 @@ func (m *MCS) derivedView(q *query) *view {
 
 // serveDerived answers a name of v's derived Service from its imported
 // slices (every cluster's, this one's included, stale or not: the
-// kubernetes plugin knows nothing of either). A ClusterSetIP import's
-// Service name and ports are its VIPs', which the kubernetes plugin answers
-// from the Service; a name no endpoint has goes on too, for its NXDOMAIN.
+// kubernetes plugin knows nothing of either), unless the kubernetes plugin
+// reads them. A ClusterSetIP import's Service name and ports are its VIPs',
+// which the kubernetes plugin answers from the Service; a name no endpoint
+// has goes on too, for its NXDOMAIN.
 func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if q.name.shape != shapeEndpoint && !v.headless() {
+	if q.name.shape != shapeEndpoint && !v.headless() || m.kube.reads(q.name.namespace, q.name.service) {
 		return w, 0, nil
 	}
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)

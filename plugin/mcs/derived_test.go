@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +40,8 @@ func derivedWorld() (svcs []*corev1.Service, local, imported []*discoveryv1.Endp
 		importedSlice("demo", "web", "member2", "a", []portSpec{httpPort, dnsPort},
 			ep{ip: "10.2.0.5", hostname: "web-0"}, ep{ip: "10.2.0.6"}, ep{ip: "10.2.0.8", notReady: true}),
 		importedSlice("demo", "web", "member3", "b", []portSpec{httpPort}, ep{ip: "10.3.0.5", hostname: "web-0"}),
-		importedSlice("demo", "web", self, "c", []portSpec{httpPort}, ep{ip: "10.1.0.7", hostname: "web-1"}),
+		// web-2 is gone here, and not yet from the slice the controller copied back.
+		importedSlice("demo", "web", self, "c", []portSpec{httpPort}, ep{ip: "10.1.0.7", hostname: "web-1"}, ep{ip: "10.1.0.9", hostname: "web-2"}),
 		importedSlice("demo", "serve", "member2", "d", []portSpec{httpPort}, ep{ip: "10.2.1.5"}),
 		importedSlice("demo", "serve", self, "e", []portSpec{httpPort}, ep{ip: "10.1.1.5"}),
 		importedSlice("demo", "bare", "member2", "f", nil, ep{ip: "10.2.2.5"}),
@@ -53,9 +55,9 @@ func derivedWorld() (svcs []*corev1.Service, local, imported []*discoveryv1.Endp
 }
 
 // The names of derived-<svc> Services are answered alike whether the
-// kubernetes plugin reads the imported slices or leaves them out (the
-// member Corefile's labels selector), and as the kubernetes plugin alone
-// answers them from those slices.
+// kubernetes plugin reads the imported slices or leaves them out (its
+// labels selector), and as the kubernetes plugin alone answers them from
+// those slices; mcs answers them only in the second case.
 func TestDerivedNamesAsKubernetes(t *testing.T) {
 	svcs, local, imported, imports := derivedWorld()
 	all := newSliceAPI(svcs, append(slices.Clone(local), imported...))
@@ -73,7 +75,15 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 		return k
 	}
 	kubeAll, kubeSelected := kube(all), kube(selected)
-	f.m.kube = kubePeerOf([]plugin.Handler{kubeAll}, cfg.ttl)
+	behind := func(k *kubernetes.Kubernetes) {
+		f.m.Next, f.m.kube = k, kubePeerOf([]plugin.Handler{k}, cfg.ttl)
+	}
+	derivedAnswers := func() (n float64) {
+		for _, zone := range []string{testZone, "in-addr.arpa."} {
+			n += testutil.ToFloat64(requestsTotal.WithLabelValues("", zone, strategyNone, string(outcomeCombined)))
+		}
+		return n
+	}
 
 	forward := []string{
 		"derived-web", "_http._tcp.derived-web", "_dns._udp.derived-web", "_https._tcp.derived-web",
@@ -81,7 +91,7 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 		"derived-serve", "_http._tcp.derived-serve", "10-2-1-5.derived-serve", "10-1-1-5.derived-serve",
 		"derived-bare", "10-2-2-5.derived-bare", "_http._tcp.derived-bare", "derived-gone",
 	}
-	reverse := []string{"10.2.0.5", "10.1.0.7", "10.1.1.5", "10.96.7.7", "10.2.2.5", "10.9.9.9"}
+	reverse := []string{"10.2.0.5", "10.1.0.7", "10.1.0.9", "10.1.1.5", "10.96.7.7", "10.2.2.5", "10.9.9.9"}
 	type question struct {
 		name  string
 		qtype uint16
@@ -97,9 +107,13 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 	}
 	answered := 0
 	for _, q := range qs {
-		f.m.Next = kubeAll
+		behind(kubeAll)
+		before := derivedAnswers()
 		withAll := serve(t, f.m, q.name, q.qtype)
-		f.m.Next = kubeSelected
+		if n := derivedAnswers() - before; n != 0 {
+			t.Errorf("%s %s: mcs answered a derived name the kubernetes plugin reads the slices of", q.name, dns.TypeToString[q.qtype])
+		}
+		behind(kubeSelected)
 		withSelected := serve(t, f.m, q.name, q.qtype)
 		what := q.name + " " + dns.TypeToString[q.qtype]
 		if got, want := normalized(withSelected), normalized(withAll); got != want {
@@ -118,10 +132,10 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 		t.Errorf("only %d of %d questions have an answer: the world is not what the test means", answered, len(qs))
 	}
 	// Spot checks of what the comparison above holds equal.
-	f.m.Next = kubeSelected
 	f.check([]test.Case{
 		{Qname: "derived-web.demo.svc.cluster.local.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
 			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.1.0.7"),
+			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.1.0.9"),
 			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
 			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.6"),
 			test.A("derived-web.demo.svc.cluster.local. 5 IN A 10.3.0.5"),

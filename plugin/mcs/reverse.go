@@ -40,13 +40,17 @@ func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	if len(names.clusterset) == 0 && len(names.derived) == 0 {
 		return w, 0, nil
 	}
-	if local := m.localPTR(q); local != nil {
-		q.out = withDerived(local, names.derived, m.kube)
+	next := m.nextPTR(q)
+	switch {
+	case namesLocal(next):
+		q.out = withDerived(next, names.derived, m.kube)
 		return answered(dns.RcodeSuccess, nil)
-	}
-	if len(names.clusterset) > 0 {
+	case len(names.clusterset) > 0:
 		count(q.ctx, q.zone, "", outcomeRemote)
 		return m.write(q, response{answer: ptrRecords(q.owner, names.clusterset, m.cfg.ttl)})
+	case hasPTR(next): // the kubernetes plugin names this cluster's own imported endpoints itself
+		q.out = next
+		return answered(dns.RcodeSuccess, nil)
 	}
 	count(q.ctx, q.zone, "", outcomeCombined)
 	return m.writeTTL(q, response{answer: ptrRecords(q.owner, names.derived, m.kube.ttl)}, m.kube.ttl)
@@ -111,26 +115,32 @@ func appendNew(names []string, name string) []string {
 	return append(names, name)
 }
 
-// localPTR is the next plugin's answer to q when it names a local object
-// for the address, or nil. The kubernetes plugin names an imported
-// endpoint too, under its derived-<svc> Service: that name is not a local
-// object's, and mcs answers instead. A member's imported slice may claim
-// any address; reverse lookups of this cluster's pods and Services keep
-// their own names.
-func (m *MCS) localPTR(q *query) *dns.Msg {
+// nextPTR is the next plugin's answer to q, or nil.
+func (m *MCS) nextPTR(q *query) *dns.Msg {
 	if m.Next == nil {
 		return nil
 	}
 	rec := &captured{ResponseWriter: q.state.W}
-	if _, err := plugin.NextOrFailure(pluginName, m.Next, q.ctx, rec, q.state.Req); err != nil || rec.msg == nil {
+	if _, err := plugin.NextOrFailure(pluginName, m.Next, q.ctx, rec, q.state.Req); err != nil {
 		return nil
 	}
-	for _, rr := range rec.msg.Answer {
-		if ptr, ok := rr.(*dns.PTR); ok && !derivedName(ptr.Ptr) {
-			return rec.msg
-		}
-	}
-	return nil
+	return rec.msg
+}
+
+// namesLocal reports whether the next plugin's answer names a local object
+// for the address. The kubernetes plugin names an imported endpoint too,
+// under its derived-<svc> Service: that name is not a local object's, and
+// mcs answers instead. A member's imported slice may claim any address;
+// reverse lookups of this cluster's pods and Services keep their own names.
+func namesLocal(m *dns.Msg) bool {
+	return m != nil && slices.ContainsFunc(m.Answer, func(rr dns.RR) bool {
+		ptr, ok := rr.(*dns.PTR)
+		return ok && !derivedName(ptr.Ptr)
+	})
+}
+
+func hasPTR(m *dns.Msg) bool {
+	return m != nil && slices.ContainsFunc(m.Answer, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypePTR })
 }
 
 // withDerived adds to the kubernetes plugin's answer naming local endpoints
