@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
@@ -27,12 +28,12 @@ import (
 
 // kubePeer is what mcs answers derived names with of the kubernetes plugin
 // of its server: its TTL, the zone it names PTR targets in (its first
-// forward zone), and the slices it reads. Without one, mcs's TTL and no
-// PTR names.
+// forward zone), and what it reads. Without one, no derived names.
 type kubePeer struct {
 	ttl  uint32
 	zone string
-	eps  interface {
+	api  interface {
+		SvcIndex(key string) []*object.Service
 		EpIndex(key string) []*object.Endpoints
 	}
 }
@@ -46,17 +47,26 @@ func kubePeerOf(handlers []plugin.Handler, ttl uint32) kubePeer {
 		}
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, eps: k.APIConn}
+				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn}
 			}
 		}
 	}
 	return kubePeer{ttl: ttl}
 }
 
-// reads reports whether the kubernetes plugin holds slices of Service
-// namespace/name.
-func (k kubePeer) reads(namespace, name string) bool {
-	return k.eps != nil && len(k.eps.EpIndex(object.EndpointsKey(name, namespace))) > 0
+// standsIn reports whether mcs answers for the kubernetes plugin the names
+// of Service namespace/name: it holds the Service and none of its slices.
+// headless is the Service's.
+func (k kubePeer) standsIn(namespace, name string) (headless, ok bool) {
+	if k.api == nil {
+		return false, false
+	}
+	key := object.ServiceKey(name, namespace)
+	svcs := k.api.SvcIndex(key)
+	if len(svcs) == 0 || svcs[0].Type == corev1.ServiceTypeExternalName || len(k.api.EpIndex(key)) > 0 {
+		return false, false
+	}
+	return svcs[0].Headless(), true
 }
 
 // derivedView is the imported service whose derived-<svc> Service q names,
@@ -71,13 +81,14 @@ func (m *MCS) derivedView(q *query) *view {
 
 // serveDerived answers a name of v's derived Service from its imported
 // slices (every cluster's, this one's included, stale or not: the
-// kubernetes plugin knows nothing of either), unless the kubernetes plugin
-// reads them. A ClusterSetIP import's Service name and ports are its VIPs',
-// which the kubernetes plugin answers from the Service; a name no endpoint
-// has goes on too, for its NXDOMAIN.
+// kubernetes plugin knows nothing of either) when it stands in for the
+// kubernetes plugin. A ClusterIP Service's name and ports are its VIPs',
+// which the kubernetes plugin answers; a name no endpoint has goes on too,
+// for its NXDOMAIN.
 func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if q.name.shape != shapeEndpoint && !v.headless() || m.kube.reads(q.name.namespace, q.name.service) {
+	headless, ok := m.kube.standsIn(q.name.namespace, q.name.service)
+	if !ok || q.name.shape != shapeEndpoint && !headless {
 		return w, 0, nil
 	}
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)

@@ -45,11 +45,14 @@ func derivedWorld() (svcs []*corev1.Service, local, imported []*discoveryv1.Endp
 		importedSlice("demo", "serve", "member2", "d", []portSpec{httpPort}, ep{ip: "10.2.1.5"}),
 		importedSlice("demo", "serve", self, "e", []portSpec{httpPort}, ep{ip: "10.1.1.5"}),
 		importedSlice("demo", "bare", "member2", "f", nil, ep{ip: "10.2.2.5"}),
+		// The controller has not yet written derived-lost.
+		importedSlice("demo", "lost", "member2", "g", []portSpec{httpPort}, ep{ip: "10.2.3.5"}),
 	}
 	imports = []runtime.Object{
 		importObj("demo", "web", nil, []portSpec{httpPort, dnsPort}, headlessImport),
 		importObj("demo", "serve", []string{"10.96.7.7"}, []portSpec{httpPort}),
 		importObj("demo", "bare", nil, nil, headlessImport),
+		importObj("demo", "lost", nil, []portSpec{httpPort}, headlessImport),
 	}
 	return svcs, local, imported, imports
 }
@@ -90,8 +93,9 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 		"web-0.derived-web", "10-2-0-6.derived-web", "web-1.derived-web", "10-2-0-8.derived-web", "nobody.derived-web",
 		"derived-serve", "_http._tcp.derived-serve", "10-2-1-5.derived-serve", "10-1-1-5.derived-serve",
 		"derived-bare", "10-2-2-5.derived-bare", "_http._tcp.derived-bare", "derived-gone",
+		"derived-lost", "10-2-3-5.derived-lost",
 	}
-	reverse := []string{"10.2.0.5", "10.1.0.7", "10.1.0.9", "10.1.1.5", "10.96.7.7", "10.2.2.5", "10.9.9.9"}
+	reverse := []string{"10.2.0.5", "10.1.0.7", "10.1.0.9", "10.1.1.5", "10.96.7.7", "10.2.2.5", "10.2.3.5", "10.9.9.9"}
 	type question struct {
 		name  string
 		qtype uint16
