@@ -39,7 +39,7 @@ type kubePeer struct {
 }
 
 // kubePeerOf finds the kubernetes plugin among handlers.
-func kubePeerOf(handlers []plugin.Handler, ttl uint32) kubePeer {
+func kubePeerOf(handlers []plugin.Handler) kubePeer {
 	for _, h := range handlers {
 		k, ok := h.(*kubernetes.Kubernetes)
 		if !ok {
@@ -51,7 +51,7 @@ func kubePeerOf(handlers []plugin.Handler, ttl uint32) kubePeer {
 			}
 		}
 	}
-	return kubePeer{ttl: ttl}
+	return kubePeer{}
 }
 
 // standsIn reports whether mcs answers for the kubernetes plugin the names

@@ -79,7 +79,7 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 	}
 	kubeAll, kubeSelected := kube(all), kube(selected)
 	behind := func(k *kubernetes.Kubernetes) {
-		f.m.Next, f.m.kube = k, kubePeerOf([]plugin.Handler{k}, cfg.ttl)
+		f.m.Next, f.m.kube = k, kubePeerOf([]plugin.Handler{k})
 	}
 	derivedAnswers := func() (n float64) {
 		for _, zone := range []string{testZone, "in-addr.arpa."} {

@@ -63,7 +63,7 @@ func setup(c *caddy.Controller) error {
 		server := dnsserver.GetConfig(c)
 		m.setNSAddrs(boundIPs(server.ListenHosts, interfaceAddrs))
 		m.watcher.peers = readyPeers(server.Handlers(), m)
-		m.kube = kubePeerOf(server.Handlers(), cfg.ttl)
+		m.kube = kubePeerOf(server.Handlers())
 		return nil
 	})
 	c.OnStartup(m.watcher.start)
@@ -78,7 +78,7 @@ func setup(c *caddy.Controller) error {
 // newMCS wires a parsed stanza to its index and watcher.
 func newMCS(cfg *config, cl clients) *MCS {
 	idx := newIndex(cfg.strategy, slices.ContainsFunc(cfg.zones, isReverse))
-	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx), kube: kubePeer{ttl: cfg.ttl}}
+	return &MCS{cfg: cfg, idx: idx, watcher: newWatcher(cfg, cl, idx)}
 }
 
 // parseCorefile reads the mcs stanza of a server block (query names are
