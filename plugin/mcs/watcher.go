@@ -31,10 +31,11 @@ const startupTimeout = 5 * time.Second
 // picked up that long after the CRDs are installed, without a restart.
 const importPoll = 10 * time.Second
 
-// peerPoll is how often mcs, before it lists, asks whether the server's
-// other plugins have synced (afterPeers), and peersBound how long it asks.
+// peerPoll is how often mcs, once synced, asks whether the server's other
+// plugins have synced too (returnSyncGarbage), and peersBound how long it
+// asks.
 const (
-	peerPoll   = 200 * time.Millisecond
+	peerPoll   = time.Second
 	peersBound = 10 * time.Minute
 )
 
@@ -48,12 +49,10 @@ type watcher struct {
 	startupTimeout time.Duration
 	importPoll     time.Duration
 	peerPoll       time.Duration
-	peersBound     time.Duration
 	peers          []ready.Readiness // the server's other plugins that say when they are ready; set before start
 	freeMemory     func()
 	ready          atomic.Bool
 	synced         chan struct{} // closed once ready
-	deferred       chan struct{} // closed when mcs waits for peers to list
 	fatal          chan error    // a configuration error found while starting
 
 	mu        sync.Mutex
@@ -73,8 +72,7 @@ type watched struct {
 }
 
 func newWatcher(cfg *config, cl clients, idx *index) *watcher {
-	w := &watcher{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, importPoll: importPoll, peerPoll: peerPoll, peersBound: peersBound,
-		freeMemory: debug.FreeOSMemory, synced: make(chan struct{}), deferred: make(chan struct{}), fatal: make(chan error, 1)}
+	w := &watcher{cfg: cfg, cl: cl, idx: idx, startupTimeout: startupTimeout, importPoll: importPoll, peerPoll: peerPoll, freeMemory: debug.FreeOSMemory, synced: make(chan struct{}), fatal: make(chan error, 1)}
 	if cl.health != nil {
 		cl.health.onChange = w.apiChanged
 	}
@@ -83,8 +81,6 @@ func newWatcher(cfg *config, cl clients, idx *index) *watcher {
 
 // start is the OnStartup hook. A configuration error (no cluster name) fails
 // start-up; an unreachable API server does not: CoreDNS must serve the rest.
-// When mcs lists after the server's other plugins (afterPeers), start-up
-// goes on as soon as it knows the cluster's name: they start after it.
 func (w *watcher) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.mu.Lock()
@@ -98,8 +94,6 @@ func (w *watcher) start() error {
 	defer timer.Stop()
 	select {
 	case <-w.synced:
-		return nil
-	case <-w.deferred:
 		return nil
 	case err := <-w.fatal:
 		cancel()
@@ -129,9 +123,6 @@ func (w *watcher) run(ctx context.Context) {
 		return // stopped
 	}
 	w.idx.self = cluster
-	if !w.afterPeers(ctx) {
-		return // stopped
-	}
 	w.mu.Lock()
 	w.startInformers(ctx)
 	if served {
@@ -144,14 +135,7 @@ func (w *watcher) run(ctx context.Context) {
 	}
 	w.ready.Store(true)
 	close(w.synced)
-	// The memory the initial lists leave free goes back to the OS: every
-	// object decoded, of which trim kept a small struct. Go keeps freed
-	// memory for the heap to grow into, up to twice what is live (GOGC), so
-	// a server that answers little would hold most of it for good: on make
-	// bench's objects, 21 of the process's 141 MiB. Under load the heap
-	// grows back towards that bound, and no further. The server's other
-	// plugins have listed by now (afterPeers).
-	w.freeMemory()
+	go w.returnSyncGarbage(ctx)
 	if served {
 		log.Infof("synced with the Kubernetes API at %s as cluster %q (ServiceImport %s)", w.cl.host, cluster, gv.Version)
 	} else {
@@ -161,31 +145,27 @@ func (w *watcher) run(ctx context.Context) {
 	w.watchStale(ctx)
 }
 
-// afterPeers waits until the server's other plugins that say when they
-// are ready (the member Corefile's kubernetes plugin) have synced, at most
-// peersBound; false when stopped meanwhile. They list the same Services and
-// EndpointSlices as mcs into the same heap: listed one after the other, the
-// lists peak no higher than the kubernetes plugin's alone, where listed at
-// once they peaked 7–15% higher (make bench's member Corefile process
-// against stock kubeadm CoreDNS, test/bench/README.md). The pod is ready
-// once every plugin is, so only its start-up takes longer, by mcs's own
-// sync.
-func (w *watcher) afterPeers(ctx context.Context) bool {
-	if len(w.peers) == 0 {
-		return true
-	}
-	close(w.deferred)
-	log.Infof("listing from the Kubernetes API at %s once the server's other plugins have synced", w.cl.host)
-	err := wait.PollUntilContextTimeout(ctx, w.peerPoll, w.peersBound, true, func(context.Context) (bool, error) {
+// returnSyncGarbage gives the OS back the memory the initial lists leave
+// free: every object decoded, of which trim kept a small struct. Go keeps
+// freed memory for the heap to grow into, up to twice what is live
+// (GOGC), so a server that answers little would hold most of it for good:
+// on make bench's objects, 21 of the process's 141 MiB. Under load the
+// heap grows back towards that bound, and no further.
+//
+// It waits for the server's other plugins (the member Corefile's
+// kubernetes plugin) to sync as well: they list into the same heap, and
+// memory returned while one still lists is taken again at once, with the
+// next collection put off, so that the heap peaks higher than it would
+// have (make bench's member Corefile process, 420–441 MiB in four runs
+// against stock kubeadm CoreDNS's 377–394). A plugin that has not synced
+// within peersBound leaves the memory to the Go runtime.
+func (w *watcher) returnSyncGarbage(ctx context.Context) {
+	err := wait.PollUntilContextTimeout(ctx, w.peerPoll, peersBound, true, func(context.Context) (bool, error) {
 		return !slices.ContainsFunc(w.peers, func(p ready.Readiness) bool { return !p.Ready() }), nil
 	})
-	if ctx.Err() != nil {
-		return false
+	if err == nil {
+		w.freeMemory()
 	}
-	if err != nil {
-		log.Warningf("the server's other plugins have not synced within %s; listing anyway", w.peersBound)
-	}
-	return true
 }
 
 // waitSynced waits until the handlers of ws have seen their initial lists.

@@ -55,7 +55,7 @@ const (
 
 // memoryComparisons are the report's memory rows, in order. The member
 // Corefile is held to the target by its peak too: once synced, mcs returns
-// the initial lists' garbage to the OS (plugin/mcs, watcher.run),
+// the initial lists' garbage to the OS (plugin/mcs returnSyncGarbage),
 // which stock CoreDNS does not, so that its RSS alone would flatter it.
 var memoryComparisons = []memoryComparison{
 	{"RSS, mcs alone vs kubernetes with multicluster", procMCSOnly, procKubernetes, maxRSSRatio, memoryReading.resident},
