@@ -128,12 +128,12 @@ func TestMemberSecretExample(t *testing.T) {
 
 // What the shipped member Corefile's CoreDNS held at the scale README.md's
 // Performance measures (10,000 imported services × 3 clusters × 10
-// endpoints, with 2,000 Services and 1,000 plain ones), make bench's memory
-// comparison on 2026-11-27: RSS once synced, and its peak (VmHWM), 440.8 MiB
-// both.
+// endpoints, with 2,000 Services and 1,000 plain ones), make bench on
+// 2026-11-27 (session 19): its RSS after the query contests, the most it
+// held (108.1 MiB once synced), and its peak (VmHWM) by then.
 const (
-	measuredMemberRSS  = 441 << 20
-	measuredMemberPeak = 441 << 20
+	measuredMemberRSS  = 142 << 20
+	measuredMemberPeak = 151 << 20
 )
 
 // The member overlays' CoreDNS is sized from those figures by the rule

@@ -26,10 +26,10 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/bench/benchfixture"
 )
 
-// The answer comparison: whether the kubernetes plugin's labels selector
-// (importedSlicesSelector) can be shipped. Every name a client can ask
+// The answer comparison: whether the shipped member Corefile's labels line
+// (importedSlicesSelector) changes any answer. Every name a client can ask
 // about the namespace's objects is sent to the member Corefile's process
-// and to the same Corefile with the selector, and the full responses are
+// and to the same Corefile without the line, and the full responses are
 // compared.
 
 // dnsQuery is one question of the corpus.
@@ -43,7 +43,7 @@ func (q dnsQuery) String() string { return dns.TypeToString[q.qtype] + " " + q.n
 // answerDiff is a question the two processes answer differently.
 type answerDiff struct {
 	q             dnsQuery
-	without, with string // the member process's answer, and the one with the selector
+	without, with string // the answer without the labels line, and the shipped Corefile's
 }
 
 // answerComparison is the outcome: how many questions were compared, about
@@ -58,27 +58,28 @@ type answerComparison struct {
 // round trips.
 const answerWorkers = 8
 
-// compareAnswers asks every question of the corpus of member and labels,
-// and of stock too, whose answers it does not compare.
-func compareAnswers(ctx context.Context, o options, w *world, member, labels, stock *server) (answerComparison, error) {
+// compareAnswers asks every question of the corpus of without (the member
+// Corefile without its labels line) and with (the shipped one), and of
+// stock too, whose answers it does not compare.
+func compareAnswers(ctx context.Context, o options, w *world, without, with, stock *server) (answerComparison, error) {
 	qs, sampled, err := w.answerCorpus(ctx)
 	if err != nil {
 		return answerComparison{}, err
 	}
-	log.Printf("comparing the answers of %s and %s to %d questions", member.Name(), labels.Name(), len(qs))
+	log.Printf("comparing the answers of %s and %s to %d questions", without.Name(), with.Name(), len(qs))
 	res := answerComparison{queries: len(qs), services: sampled}
 	var mu sync.Mutex
 	err = parallel(ctx, answerWorkers, len(qs), newProgress("questions compared", len(qs)), func(i int) error {
-		a, err := exchange(qs[i], member.addr())
+		a, err := exchange(qs[i], without.addr())
 		if err != nil {
 			return err
 		}
-		b, err := exchange(qs[i], labels.addr())
+		b, err := exchange(qs[i], with.addr())
 		if err != nil {
 			return err
 		}
-		// Asked the same, stock's cache holds what member's does, and
-		// the memory after load compares like with like.
+		// Asked the same, stock's cache holds what the shipped one's does,
+		// and the memory after load compares like with like.
 		if _, err := exchange(qs[i], stock.addr()); err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func summary(r *dns.Msg) string {
 func writeDiffs(path string, diffs []answerDiff) error {
 	var b strings.Builder
 	for _, d := range diffs {
-		fmt.Fprintf(&b, "%s\n  without the selector: %s\n  with it:              %s\n", d.q, d.without, d.with)
+		fmt.Fprintf(&b, "%s\n  without the labels line: %s\n  with it:                 %s\n", d.q, d.without, d.with)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

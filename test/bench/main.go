@@ -168,10 +168,10 @@ func measure(ctx context.Context, o options, w *world, servers *fleet, res *resu
 	if res.memory, procs, err = compareMemory(ctx, o, servers, memoryGroups(corefiles)); err != nil {
 		return err
 	}
-	if res.answers, err = compareAnswers(ctx, o, w, procs[procMember], procs[procMemberLabels], procs[procStock]); err != nil {
+	if res.answers, err = compareAnswers(ctx, o, w, procs[procMemberAll], procs[procMember], procs[procStock]); err != nil {
 		return err
 	}
-	for _, name := range []string{procMCSOnly, procMemberLabels} {
+	for _, name := range []string{procMCSOnly, procMemberAll} {
 		if err := servers.remove(procs[name]); err != nil {
 			return err
 		}

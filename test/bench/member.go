@@ -19,24 +19,25 @@ const shippedCorefile = "corefile/Corefile"
 // fixed ports (health, prometheus); reload only rereads the file.
 var leftOut = map[string]bool{"forward": true, "loop": true, "health": true, "prometheus": true, "reload": true}
 
-// importedSlicesSelector keeps the imported EndpointSlices, the bulk of a
-// fleet's objects, out of the kubernetes plugin's informers (its labels
-// option applies to Services, EndpointSlices and Pods): no other object
-// carries the controller's managed-by value under this key.
+// importedSlicesSelector is the shipped Corefile's labels option of the
+// kubernetes plugin: it keeps the imported EndpointSlices, the bulk of a
+// fleet's objects, out of that plugin's informers (the option applies to
+// Services, EndpointSlices and Pods), and no other object carries the
+// controller's managed-by value under this key.
 var importedSlicesSelector = discoveryv1.LabelManagedBy + " notin (" + api.ManagedBy + ")"
 
 // memberCorefileSet is the shipped Corefile made to run here, and its
 // variants compared with it.
 type memberCorefileSet struct {
 	member string // the shipped Corefile
-	stock  string // the stock kubeadm one: the same without the mcs stanza
-	labels string // the shipped one, its kubernetes plugin with importedSlicesSelector
+	stock  string // the stock kubeadm one: the same without the mcs stanza and the labels line
+	all    string // the shipped one without its labels line: the kubernetes plugin reads every slice
 }
 
 // variant is what adapt changes beyond making a Corefile run here.
 type variant struct {
-	dropMCS bool   // leave the mcs stanza out
-	labels  string // the kubernetes plugin's labels option; "" for none
+	dropMCS    bool // leave the mcs stanza out
+	dropLabels bool // leave the kubernetes plugin's labels line out
 }
 
 // memberCorefiles derives from the shipped Corefile the member Corefile
@@ -53,7 +54,7 @@ func memberCorefiles(root string) (memberCorefileSet, error) {
 	for _, v := range []struct {
 		into *string
 		v    variant
-	}{{&set.member, variant{}}, {&set.stock, variant{dropMCS: true}}, {&set.labels, variant{labels: importedSlicesSelector}}} {
+	}{{&set.member, variant{}}, {&set.stock, variant{dropMCS: true, dropLabels: true}}, {&set.all, variant{dropLabels: true}}} {
 		if *v.into, err = adapt(string(b), v.v); err != nil {
 			return set, err
 		}
@@ -64,7 +65,7 @@ func memberCorefiles(root string) (memberCorefileSet, error) {
 // adapt rewrites a Corefile of one server block, directive by directive.
 func adapt(text string, v variant) (string, error) {
 	var out strings.Builder
-	depth, skip, sawMCS := 0, false, false
+	depth, skip, sawMCS, sawLabels := 0, false, false, false
 	for line := range strings.Lines(text) {
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
@@ -83,13 +84,18 @@ func adapt(text string, v variant) (string, error) {
 			}
 		case !skip && depth == 2 && name == "cluster":
 			out.WriteString("        cluster {{.Context}}\n")
+		case !skip && depth == 2 && trimmed == "labels "+importedSlicesSelector:
+			sawLabels = true
+			if !v.dropLabels {
+				out.WriteString(line)
+			}
 		case !skip:
 			out.WriteString(line)
 		}
 		depth += opens - closes
 	}
-	if depth != 0 || !sawMCS {
-		return "", fmt.Errorf("%s: want one server block with an mcs stanza", shippedCorefile)
+	if depth != 0 || !sawMCS || !sawLabels {
+		return "", fmt.Errorf("%s: want one server block with an mcs stanza, and a kubernetes block with labels %s", shippedCorefile, importedSlicesSelector)
 	}
 	return out.String(), nil
 }
@@ -99,8 +105,6 @@ func directive(name, line string, v variant) string {
 	switch {
 	case name == "ready":
 		return "    ready 127.0.0.1:{{.ReadyPort}}\n"
-	case name == "kubernetes" && v.labels != "":
-		return line + "        kubeconfig {{.Kubeconfig}} {{.Context}}\n        labels " + v.labels + "\n"
 	case name == "mcs" || name == "kubernetes":
 		return line + "        kubeconfig {{.Kubeconfig}} {{.Context}}\n"
 	}

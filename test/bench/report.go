@@ -80,7 +80,7 @@ func (r *results) summary(b *strings.Builder) {
 		fmt.Fprintf(b, "| shipped CoreDNS (%s), %s | %s | | | %s %s | %s |\n", memberKustomization, c.what, mib(c.have), rel, mib(c.want), benchreport.YesNo(c.met()))
 	}
 	a := r.answers
-	fmt.Fprintf(b, "| answers, member Corefile with vs without the labels selector: questions answered differently | %d of %d | | | 0, to ship the selector | %s |\n",
+	fmt.Fprintf(b, "| answers, member Corefile with vs without its labels line: questions answered differently | %d of %d | | | 0 | %s |\n",
 		len(a.differ), a.queries, benchreport.YesNo(len(a.differ) == 0))
 }
 
@@ -196,16 +196,16 @@ func groupsText() string {
 	return strings.Join(gs, "; then ")
 }
 
-// answerDetails lists the kinds of questions the labels selector changes.
+// answerDetails lists the kinds of questions the labels line changes.
 func (r *results) answerDetails(b *strings.Builder) {
 	a := r.answers
-	fmt.Fprintf(b, "\n## Answers with the labels selector\n\n")
-	fmt.Fprintf(b, "The kubernetes plugin of the member Corefile with `labels %s` against without, the same Corefile otherwise: %d questions about every object of the namespace but the fixture's svc-<i>, of which %d (every %s), each asked of both over UDP (TCP when truncated); responses compared packed, the ID, SOA serials and the order within a section set aside. %d differ (every one in %s/answers.diff):\n\n",
+	fmt.Fprintf(b, "\n## Answers with the labels line\n\n")
+	fmt.Fprintf(b, "The member Corefile, whose kubernetes plugin has `labels %s`, against the same without that line: %d questions about every object of the namespace but the fixture's svc-<i>, of which %d (every %s), each asked of both over UDP (TCP when truncated); responses compared packed, the ID, SOA serials and the order within a section set aside. %d differ (every one in %s/answers.diff):\n\n",
 		importedSlicesSelector, a.queries, a.services, ordinal(max(1, r.opts.services/r.opts.compare)), len(a.differ), r.opts.outDir)
 	if len(a.differ) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "| question (numbers as N) | differ | first | without the selector | with it |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| question (numbers as N) | differ | first | without the labels line | with it |\n|---|---|---|---|---|\n")
 	for _, k := range diffKinds(a.differ) {
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", k.kind, k.n, k.first.q, k.first.without, k.first.with)
 	}

@@ -156,7 +156,7 @@ func (s *story) start(ctx context.Context) error {
 		return err
 	}
 	s.say("\nEach member gets the coredns-mcs that would replace its CoreDNS, here on loopback ports with")
-	s.say("corefile/lab.Corefile: the shipped member Corefile's mcs stanza (answer vip, the default) on loopback:")
+	s.say("corefile/lab.Corefile: the shipped member Corefile's mcs stanza (answer vip, the default) and labels line on loopback:")
 	for _, m := range members {
 		c, err := s.startCoreDNS(ctx, corednsName(m), m, "vip")
 		if err != nil {

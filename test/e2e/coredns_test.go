@@ -21,6 +21,7 @@ import (
 type block struct {
 	mcs     bool
 	options []string // more lines of the mcs stanza
+	kube    []string // lines of the kubernetes block
 	ttl     uint32   // mcs's TTL; written as the ttl option unless it is the default 5
 	reverse bool     // the block, mcs and kubernetes answer in-addr.arpa and ip6.arpa too
 }
@@ -171,7 +172,11 @@ func (cfg config) render(labKubeconfig string, ports []int) string {
 			}
 			b.WriteString("    }\n")
 		}
-		fmt.Fprintf(&b, "    kubernetes %s {\n        kubeconfig %s %s\n    }\n}\n", kubeZones, labKubeconfig, context)
+		fmt.Fprintf(&b, "    kubernetes %s {\n        kubeconfig %s %s\n", kubeZones, labKubeconfig, context)
+		for _, o := range blk.kube {
+			fmt.Fprintf(&b, "        %s\n", o)
+		}
+		b.WriteString("    }\n}\n")
 	}
 	return b.String()
 }

@@ -47,8 +47,8 @@ func StartController(t testing.TB, binary string, args ...string) (p *process.Pr
 }
 
 // memberCorefile is a member's mcs stanza of corefile/Corefile above the
-// kubernetes plugin, on loopback ports, both connecting with a kubeconfig
-// in place of the in-cluster account.
+// kubernetes plugin with that Corefile's labels line, on loopback ports,
+// both connecting with a kubeconfig in place of the in-cluster account.
 const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
     bind 127.0.0.1
     errors
@@ -59,6 +59,7 @@ const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
     }
     kubernetes cluster.local {
         kubeconfig %[3]s %[4]s
+        labels endpointslice.kubernetes.io/managed-by notin (mcs-controller.coredns-mcs.io)
     }
 }
 `
