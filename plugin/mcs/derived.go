@@ -92,14 +92,15 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 		return w, 0, nil
 	}
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)
+	qtype := q.state.QType()
 	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
-		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[srvKey]struct{}{}}
+		srv: qtype == dns.TypeSRV, ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[srvKey]struct{}{}}
 	set.collect(v.imported())
 	if set.matched == 0 {
 		return w, 0, nil
 	}
 	var resp response
-	switch qtype := q.state.QType(); qtype {
+	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		resp.answer = set.addrs(qtype)
 	case dns.TypeSRV:
@@ -116,6 +117,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 type derivedSet struct {
 	owner, svcName    string
 	host, port, proto string
+	srv               bool // an SRV query: SRV records are built, else only counted
 	ttl               uint32
 	budget            budget
 
@@ -160,7 +162,7 @@ func (d *derivedSet) matchingPorts(s *endpointSlice, e endpoint) int {
 }
 
 func (d *derivedSet) addSRV(e endpoint, p port) {
-	if p.port <= 0 || !d.budget.allows(len(d.answer)+len(d.extra)) {
+	if !d.srv || p.port <= 0 || !d.budget.allows(len(d.answer)+len(d.extra)) {
 		return
 	}
 	target := e.hostname() + "." + d.svcName
