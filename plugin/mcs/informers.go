@@ -31,9 +31,9 @@ import (
 var noIndex = cache.Indexers{}
 
 // notDerived leaves out the derived-<svc> Services the controller writes,
-// one per imported service: mcs answers from the ServiceImport and the
-// imported slices, and a fleet's derived Services would otherwise cost it
-// as much as every other Service together. Any other Service named
+// one per imported service, which mcs has no use for: it answers from the
+// ServiceImport and the imported slices, and asks the kubernetes plugin
+// about a derived Service (derived.go). Any other Service named
 // derived-<svc> (a user's, unlabelled) is still read.
 func notDerived(o *metav1.ListOptions) {
 	o.LabelSelector = api.LabelManagedBy + "!=" + api.ManagedBy
