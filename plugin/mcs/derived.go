@@ -94,7 +94,10 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)
 	qtype := q.state.QType()
 	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
-		srv: qtype == dns.TypeSRV, ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[srvKey]struct{}{}}
+		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}}
+	if qtype == dns.TypeSRV {
+		set.srv = newSRVSet(q, m.kube.ttl)
+	}
 	set.collect(v.imported())
 	if set.matched == 0 {
 		return w, 0, nil
@@ -117,15 +120,13 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 type derivedSet struct {
 	owner, svcName    string
 	host, port, proto string
-	srv               bool // an SRV query: SRV records are built, else only counted
 	ttl               uint32
 	budget            budget
+	srv               *srvSet // an SRV query's records; nil for other types, whose matches are only counted
 
 	matched int
 	ips     []net.IP // matching endpoints' addresses, each once
-	answer  []dns.RR // SRV
-	extra   []dns.RR
-	seen    map[srvKey]struct{}
+	seen    map[[16]byte]struct{}
 }
 
 func (d *derivedSet) collect(ss []*endpointSlice) {
@@ -135,7 +136,8 @@ func (d *derivedSet) collect(ss []*endpointSlice) {
 				continue
 			}
 			n := d.matchingPorts(s, e)
-			if n > 0 && !d.seenKey(srvKey{ip: string(e.ip)}) && d.budget.allows(len(d.ips)) {
+			if _, dup := d.seen[addrKey(e.ip)]; n > 0 && !dup && d.budget.allows(len(d.ips)) {
+				d.seen[addrKey(e.ip)] = struct{}{}
 				d.ips = append(d.ips, e.ip)
 			}
 			d.matched += n
@@ -162,28 +164,9 @@ func (d *derivedSet) matchingPorts(s *endpointSlice, e endpoint) int {
 }
 
 func (d *derivedSet) addSRV(e endpoint, p port) {
-	if !d.srv || p.port <= 0 || !d.budget.allows(len(d.answer)+len(d.extra)) {
-		return
+	if d.srv != nil && p.port > 0 && !d.srv.full() {
+		d.srv.add(d.owner, e.hostname()+"."+d.svcName, p, e.ip)
 	}
-	target := e.hostname() + "." + d.svcName
-	if !d.seenKey(srvKey{target: target, port: p.port}) {
-		d.answer = append(d.answer, &dns.SRV{
-			Hdr:    dns.RR_Header{Name: d.owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: d.ttl},
-			Port:   uint16(p.port), // #nosec G115 -- API validation keeps ports in 1..65535
-			Target: target,
-		})
-	}
-	if !d.seenKey(srvKey{target: target, ip: string(e.ip)}) {
-		d.extra = append(d.extra, addrRR(target, e.ip, d.ttl))
-	}
-}
-
-func (d *derivedSet) seenKey(k srvKey) bool {
-	if _, ok := d.seen[k]; ok {
-		return true
-	}
-	d.seen[k] = struct{}{}
-	return false
 }
 
 // addrs are the A or AAAA records of the matching endpoints.
@@ -202,8 +185,8 @@ func (d *derivedSet) addrs(qtype uint16) []dns.RR {
 // rounded down in floating point, at least 1.
 func (d *derivedSet) records() (answer, extra []dns.RR) {
 	w := uint16(max(1, math.Floor(100.0/float64(100*d.matched)*100)))
-	for _, rr := range d.answer {
+	for _, rr := range d.srv.answer {
 		rr.(*dns.SRV).Weight = w
 	}
-	return d.answer, d.extra
+	return d.srv.answer, d.srv.extra
 }
