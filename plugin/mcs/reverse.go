@@ -159,11 +159,8 @@ func withDerived(local *dns.Msg, derived []string, kube kubePeer) *dns.Msg {
 		}
 		have[strings.ToLower(ptr.Ptr)] = true
 	}
-	for _, name := range derived {
-		if !have[name] {
-			local.Answer = append(local.Answer, ptrRecords(local.Question[0].Name, []string{name}, kube.ttl)...)
-		}
-	}
+	missing := slices.DeleteFunc(slices.Clone(derived), func(name string) bool { return have[name] })
+	local.Answer = append(local.Answer, ptrRecords(local.Question[0].Name, missing, kube.ttl)...)
 	return local
 }
 
