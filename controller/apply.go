@@ -39,7 +39,7 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	// A member that hangs holds this worker for applyTimeout at most.
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	w := c.writer(m, namespace, name)
+	w := c.writer(m, namespace, name, out)
 	if err := w.propagate(ctx, name, plan.Propagate[m.Name]); err != nil {
 		out.propagateFailed(m.Name, err)
 	}
@@ -88,17 +88,19 @@ func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
 const applyTimeout = 15 * time.Second
 
 // writer writes one service's objects into one member. It remembers what
-// it wrote in track, and what the member's CRDs drop in pruned.
+// it wrote in track, and what the member's CRDs drop in pruned; out is the
+// outcome of the member's writes.
 type writer struct {
 	track     *tracker
 	pruned    *syncMap[string, prunedFields]
 	m         *members.Member
 	namespace string
 	svcKey    string // the service's namespace/name
+	out       *outcome
 }
 
-func (c *Controller) writer(m *members.Member, namespace, name string) *writer {
-	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name}
+func (c *Controller) writer(m *members.Member, namespace, name string, out *outcome) *writer {
+	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out}
 }
 
 func (w *writer) key(kind, name string) trackKey {
@@ -109,6 +111,11 @@ func (w *writer) key(kind, name string) trackKey {
 func (w *writer) do(kind, verb string, fn func() error) error {
 	err := fn()
 	members.CountWrite(w.m.Name, kind, verb, err)
+	// An answer, refusals included: the API server is not hung.
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		w.out.answer()
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s %s/…: %w", verb, kind, w.namespace, err)
 	}
@@ -143,14 +150,14 @@ func (w *writer) service(name string) *corev1.Service {
 	return latestOf(w.track, w.key("Service", name), w.m.Service(w.namespace, name))
 }
 
-func (w *writer) createService(ctx context.Context, s *corev1.Service) error {
+func (w *writer) createService(ctx context.Context, s *corev1.Service) (*corev1.Service, error) {
 	return save(w, "Service", "create", s.Name, func() (*corev1.Service, error) {
 		return w.m.Kube.CoreV1().Services(w.namespace).Create(ctx, s, metav1.CreateOptions{})
 	})
 }
 
 // updateService writes the member's Service have with change made to it.
-func (w *writer) updateService(ctx context.Context, have *corev1.Service, change func(*corev1.Service)) error {
+func (w *writer) updateService(ctx context.Context, have *corev1.Service, change func(*corev1.Service)) (*corev1.Service, error) {
 	client := w.m.Kube.CoreV1().Services(w.namespace)
 	return save(w, "Service", "update", have.Name, func() (*corev1.Service, error) {
 		upd, err := toChange(ctx, have, client.Get)
@@ -177,15 +184,24 @@ func toChange[T interface {
 }
 
 // save runs one create or update, counts it, and tracks what the API server
-// returned until the informer delivers it.
-func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, error)) error {
-	return w.do(kind, verb, func() error {
+// returned until the informer delivers it. It returns that, as the caches
+// hold it, for the sync to go on with: a read of the caches instead could
+// find nothing, once a deletion by someone else was delivered and the
+// tracker forgot the write. A write of an object deleted meanwhile then
+// fails, and the service is synced again.
+func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, error)) (T, error) {
+	var kept T
+	err := w.do(kind, verb, func() error {
 		got, err := write()
-		if err == nil {
-			w.track.wrote(w.key(kind, name), members.Trim(got), w.svcKey)
+		if err != nil {
+			return err
 		}
-		return err
+		trimmed := members.Trim(got)
+		w.track.wrote(w.key(kind, name), trimmed, w.svcKey)
+		kept = members.Unpacked(trimmed).(T)
+		return nil
 	})
+	return kept, err
 }
 
 func (w *writer) deleteService(ctx context.Context, s *corev1.Service) error {

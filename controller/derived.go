@@ -61,10 +61,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		if want.Headless {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
 		}
-		if err := w.createService(ctx, s); err != nil {
-			return nil, err
-		}
-		return w.service(dname), nil
+		return w.createService(ctx, s)
 	}
 	families, recreate := setFamilies(have.DeepCopy(), want)
 	if desired.IsHeadless(have) != want.Headless || recreate { // clusterIP and the first family are immutable
@@ -80,16 +77,12 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		desired.TrafficOf(have).Same(derivedTraffic(want.Traffic)) && have.Spec.Selector == nil {
 		return have, nil
 	}
-	err := w.updateService(ctx, have, func(s *corev1.Service) {
+	return w.updateService(ctx, have, func(s *corev1.Service) {
 		setFamilies(s, want)
 		s.Spec.Ports, s.OwnerReferences, s.Spec.Selector = ports, owner, nil
 		setTraffic(s, derivedTraffic(want.Traffic))
 		setLabels(s, labels)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return w.service(dname), nil
 }
 
 // setFamilies makes s's IP families what want asks (desired/families.go),

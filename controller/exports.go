@@ -41,7 +41,7 @@ func (c *Controller) reportExports(ctx context.Context, namespace, name string, 
 		}
 	}
 	c.fan.run(namespace+"/"+name, ms, out, func(m *members.Member, mine *outcome) {
-		w := c.writer(m, namespace, name)
+		w := c.writer(m, namespace, name, mine)
 		wctx, cancel := context.WithTimeout(ctx, applyTimeout)
 		defer cancel()
 		if err := w.writeExportStatus(wctx, updates[m.Name]); err != nil {
@@ -106,7 +106,8 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 }
 
 func (w *writer) writeExportStatus(ctx context.Context, exp *mcsv1b1.ServiceExport) error {
-	return save(w, "ServiceExport", "update-status", exp.Name, func() (*mcsv1b1.ServiceExport, error) {
+	_, err := save(w, "ServiceExport", "update-status", exp.Name, func() (*mcsv1b1.ServiceExport, error) {
 		return w.m.UpdateExportStatus(ctx, exp)
 	})
+	return err
 }

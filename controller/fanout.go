@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -148,14 +149,18 @@ func dropLate(key string, l landing) {
 	}
 }
 
-// fly runs one member's writes, and notes whether the member is slow.
+// fly runs one member's writes, and notes whether the member is slow: it
+// is once its writes take longer than the wait, and stays so until one of
+// its writes is answered within it. Writes that wrote nothing (nothing
+// differed there) say nothing of a member.
 func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
 	mine := &outcome{}
 	began := f.clock.Now()
-	fn(m, mine)
-	if f.clock.Since(began) > f.wait {
+	guarded(fl, m, fn, mine)
+	switch {
+	case f.clock.Since(began) > f.wait:
 		f.slow.Store(m.Name, true)
-	} else {
+	case mine.answered:
 		f.slow.Delete(m.Name)
 	}
 	f.flights.Delete(fl)
@@ -163,6 +168,22 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 		f.requeue(key)
 	}
 	landings <- landing{m.Name, mine}
+}
+
+// guarded runs fn, and turns a panic in it into a failure of the
+// member's writes, logged and counted, so that a defect met in one
+// member's writes fails that sync alone, which is retried, rather than
+// taking down the process and every member's sync with it. The last line
+// only: the writes handle what they can meet.
+func guarded(fl flight, m *members.Member, fn func(*members.Member, *outcome), mine *outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			writePanics.Inc()
+			klog.ErrorS(nil, "A member's writes panicked; the service is synced again", "service", fl.key, "cluster", fl.cluster, "panic", r, "stack", string(debug.Stack()))
+			mine.applyFailed(m.Name, fmt.Errorf("an internal error (a panic) stopped the writes: %v", r))
+		}
+	}()
+	fn(m, mine)
 }
 
 // forget drops what was noted of a member that left.

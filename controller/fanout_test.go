@@ -346,3 +346,42 @@ func keys[K comparable, V any](m *syncMap[K, V]) []K {
 	})
 	return out
 }
+
+// A slow member stays slow until a write of its is answered within
+// memberWait: writes that wrote nothing there (a service it takes no part
+// in) say nothing of it, so no later sync waits for it again while its
+// writes still hang, and the conditions do not flap. Once its writes are
+// answered, it is not slow.
+func TestSlowUntilAWriteIsAnswered(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("baz", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0),
+			service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2"), export("bar", t0),
+			service("baz", false, t0), slice("baz", "baz-1", 1, "10.1.0.3")},
+		m2: {ns1()},
+		m3: {ns1()},
+	}, withOptions(Options{Clock: fc}))
+	release := hangWrites(f, m3)
+	syncPastWait(f, fc, "demo/foo", m3)
+
+	// baz writes nothing into member3: its flight there ends at once.
+	syncUnbounded(t, f, "demo/baz")
+	waitLanded(t, f, "demo/baz", m3)
+	if _, slow := f.c.fan.slow.Load(m3); !slow {
+		t.Fatal("member3 is no longer slow after a sync that wrote nothing there, while its writes hang")
+	}
+	// bar's writes into member3 hang too: the sync does not wait for them.
+	syncUnbounded(t, f, "demo/bar")
+	if c := meta.FindStatusCondition(f.exportOf(m1, "bar").Status.Conditions, "Ready"); c == nil || c.Reason != "Pending" {
+		t.Errorf("member1's export of bar while member3 hangs: %+v, want Ready Pending", c)
+	}
+
+	requeuedOnRelease(t, f, "demo/foo", release, "foo was not queued again once member3's writes ended")
+	waitLanded(t, f, "demo/foo", m3)
+	waitLanded(t, f, "demo/bar", m3)
+	syncUnbounded(t, f, "demo/foo") // answered at once now
+	if _, slow := f.c.fan.slow.Load(m3); slow {
+		t.Error("member3 is still slow after its writes were answered at once")
+	}
+}

@@ -74,9 +74,10 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 	client := w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace)
 	switch {
 	case have == nil:
-		return true, save(w, "EndpointSlice", "create", want.Name, func() (*discoveryv1.EndpointSlice, error) {
+		_, err := save(w, "EndpointSlice", "create", want.Name, func() (*discoveryv1.EndpointSlice, error) {
 			return client.Create(ctx, want, metav1.CreateOptions{})
 		})
+		return true, err
 	case !oursSlice(have):
 		return false, fmt.Errorf("EndpointSlice %s/%s exists and is not managed by %s: left alone", w.namespace, want.Name, api.ManagedBy)
 	case sameSlice(have, want):
@@ -85,9 +86,10 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 	upd := have.DeepCopy()
 	upd.Labels, upd.Annotations, upd.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
 	upd.AddressType, upd.Endpoints, upd.Ports = want.AddressType, want.Endpoints, want.Ports
-	return true, save(w, "EndpointSlice", "update", want.Name, func() (*discoveryv1.EndpointSlice, error) {
+	_, err := save(w, "EndpointSlice", "update", want.Name, func() (*discoveryv1.EndpointSlice, error) {
 		return client.Update(ctx, upd, metav1.UpdateOptions{})
 	})
+	return true, err
 }
 
 func sameSlice(have, want *discoveryv1.EndpointSlice) bool {

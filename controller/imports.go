@@ -37,12 +37,12 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
 	}
 	w.setImportSpec(imp, plan, nil) // labels it whole
-	if err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
+	got, err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
 		return w.m.ServiceImports(w.namespace).Create(ctx, imp)
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	got := w.serviceImport(name)
 	w.notePruned(imp, got)
 	return got, nil
 }
@@ -222,7 +222,7 @@ func (w *writer) writeImport(ctx context.Context, verb string, have *mcsv1b1.Ser
 		write = client.UpdateStatus
 	}
 	var sent *mcsv1b1.ServiceImport
-	err := save(w, "ServiceImport", verb, have.Name, func() (*mcsv1b1.ServiceImport, error) {
+	got, err := save(w, "ServiceImport", verb, have.Name, func() (*mcsv1b1.ServiceImport, error) {
 		var err error
 		if sent, err = toChange(ctx, have, client.Get); err != nil {
 			return nil, err
@@ -233,7 +233,6 @@ func (w *writer) writeImport(ctx context.Context, verb string, have *mcsv1b1.Ser
 	if err != nil {
 		return nil, err
 	}
-	got := w.serviceImport(have.Name)
 	w.notePruned(sent, got)
 	return got, nil
 }
@@ -277,9 +276,6 @@ func (p prunedFields) dropStatus(s *mcsv1b1.ServiceImportStatus) {
 
 // notePruned compares what was written with what the API server kept.
 func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
-	if got == nil {
-		return
-	}
 	p := w.prunedHere()
 	was := p
 	s, g := sent.Spec, got.Spec

@@ -24,6 +24,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	})
 
+	writePanics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcs_write_panics_total",
+		Help: "Writes into a member that a panic stopped: a defect of the controller's, logged with its stack; the service is synced again.",
+	})
+
 	changesPaced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcs_member_changes_paced_total",
 		Help: "Source EndpointSlice changes of the member cluster whose services waited for its budget (--member-change-rate).",
@@ -31,5 +36,5 @@ var (
 )
 
 func init() {
-	legacyregistry.RawMustRegister(syncSvcDuration, syncEpsDuration, propagation, changesPaced)
+	legacyregistry.RawMustRegister(syncSvcDuration, syncEpsDuration, propagation, changesPaced, writePanics)
 }

@@ -27,6 +27,9 @@ type outcome struct {
 	namesTaken []string
 	// paced are providers whose changes wait for their budget (budget.go).
 	paced []string
+	// answered: a write of the member's was answered by its API server
+	// (fanout.go: a slow member is no longer slow).
+	answered bool
 }
 
 // wait notes a member whose writes the sync does not wait for, and why
@@ -60,6 +63,13 @@ func (o *outcome) merge(other *outcome) {
 		}
 		o.unreachable[c] = msg
 	}
+}
+
+// answer notes a write that the member's API server answered.
+func (o *outcome) answer() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.answered = true
 }
 
 func (o *outcome) cannotReach(cluster string, err error) {

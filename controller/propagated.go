@@ -40,7 +40,8 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 		return err
 	}
 	if have == nil {
-		return w.createService(ctx, want)
+		_, err := w.createService(ctx, want)
+		return err
 	}
 	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) && samePorts(have.Spec.Ports, want.Spec.Ports) &&
 		desired.IsHeadless(have) == desired.IsHeadless(want) && hasLabels(have, want.Labels) {
@@ -49,10 +50,11 @@ func (w *writer) propagate(ctx context.Context, name string, want *corev1.Servic
 	if desired.IsHeadless(have) != desired.IsHeadless(want) { // clusterIP is immutable
 		return w.deleteService(ctx, have)
 	}
-	return w.updateService(ctx, have, func(s *corev1.Service) {
+	_, err := w.updateService(ctx, have, func(s *corev1.Service) {
 		s.Spec.Selector, s.Spec.Ports = want.Spec.Selector, want.Spec.Ports
 		setLabels(s, want.Labels)
 	})
+	return err
 }
 
 // errNameTaken: a derived Service holds the name of a propagated one.
