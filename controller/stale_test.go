@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
 // A provider unreachable for as long as its Lease lasts is stale for the
@@ -107,4 +108,36 @@ func TestStaleMarkingAlwaysFires(t *testing.T) {
 	mark := []string{"update endpointslices demo/imported-member1-foo-1"}
 	expect(t, "stale", f.sync("demo/foo"), writes{m2: mark, m3: mark})
 	expect(t, "again", f.sync("demo/foo"), writes{})
+}
+
+// While a MultiClusterService's spec is invalid, its last valid spec is
+// followed: a provider of that spec that goes down then is marked stale
+// on time, as it would be under a valid spec.
+func TestStaleMarkedWhileTheSpecIsInvalid(t *testing.T) {
+	const staleAfter = 20 * time.Second
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m2}, []v1alpha1.ClusterName{m3}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1")},
+		m3:  {ns1()},
+	}, withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
+	f.sync("demo/foo")
+	f.change(hub, multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m2}, []v1alpha1.ClusterName{"member33"}, true), "update")
+	f.sync("demo/foo")
+	queued(f.c, "") // empty the queue
+
+	f.setDown(m1, true)
+	if !awaitQueued(t, f.c, "demo/foo") {
+		t.Fatal("member1 unreachable: demo/foo not queued")
+	}
+	f.sync("demo/foo")
+	queued(f.c, "") // what its echoes queued
+	fc.Step(staleAfter)
+	if !awaitQueued(t, f.c, "demo/foo") {
+		t.Fatal("member1 stale while the spec is invalid: demo/foo not queued")
+	}
+	got := f.sync("demo/foo")
+	delete(got, hub) // the status says member1 cannot be reached
+	expect(t, "stale", got, writes{m3: {"update endpointslices demo/imported-member1-foo-1"}})
 }

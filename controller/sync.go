@@ -41,8 +41,8 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	c.ageMembers(in)
 	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
-	c.recheckStale(key, plan)
 	followed := c.followed(key, in, plan)
+	c.recheckStale(key, followed)
 	out := outcome{}
 	if plan.Import != nil {
 		out.paced = c.paced(plan.Import.Clusters)
