@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
@@ -75,6 +76,9 @@ func exportConditions(svc *corev1.Service, cluster, service string, plan *desire
 	switch {
 	case svc == nil:
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonNoService, fmt.Sprintf("%s has no Service %s", cluster, service))
+	case sourceService(svc) == nil:
+		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType,
+			fmt.Sprintf("%s is the Service mcs-controller made for the imported endpoints of %s: it cannot be exported", service, strings.TrimPrefix(svc.Name, api.DerivedPrefix)))
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
 		valid = mcsv1b1.NewServiceExportCondition(mcsv1b1.ServiceExportConditionValid, metav1.ConditionFalse, mcsv1b1.ServiceExportReasonInvalidServiceType, "an ExternalName Service cannot be exported")
 	case plan.Unexportable != nil:

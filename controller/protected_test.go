@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -298,4 +299,29 @@ func TestExportNamespacesNarrowed(t *testing.T) {
 		m1: append(slices.Clone(foo), "update serviceexports/status demo/foo"), m2: foo, m3: foo,
 	})
 	expect(t, "again", f.sync("demo/foo"), writes{})
+}
+
+// A MultiClusterService (or ServiceExport) named derived-<svc> never takes
+// the controller's own derived-<svc> Services, which hold other clusters'
+// endpoints, for the members' Services: with no provision list, no member
+// provides it, and nothing is imported.
+func TestDerivedServicesProvideNothing(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	f.change(hub, multiClusterService("derived-foo", api.RemoteAndLocal, nil, nil, true), "create")
+	f.change(m2, export("derived-foo", t0), "create")
+	f.sync("demo/derived-foo")
+	for _, m := range memberNames {
+		imp, err := f.mcs[m].MulticlusterV1beta1().ServiceImports(ns).Get(t.Context(), "derived-foo", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s imports derived-foo (%v): the controller's own derived Services taken for providers", m, imp.Status.Clusters)
+		}
+	}
+	if c := meta.FindStatusCondition(f.exportOf(m2, "derived-foo").Status.Conditions, "Valid"); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "cannot be exported") {
+		t.Errorf("member2's export of derived-foo: Valid %+v, want False, cannot be exported", c)
+	}
 }

@@ -176,7 +176,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		in.Members[m.Name] = desired.Member{
 			Known:      true,
 			Stale:      stale,
-			Service:    m.Service(namespace, name),
+			Service:    sourceService(m.Service(namespace, name)),
 			Export:     m.Export(namespace, name),
 			Slices:     m.SourceSlices(namespace, name),
 			NotAllowed: c.notAllowed(m, namespace),
@@ -191,6 +191,17 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	})
 	slices.Sort(in.Left)
 	return in
+}
+
+// sourceService is a member's Service as a source of endpoints: none when
+// it is a derived-<svc> Service of the controller's, whose endpoints are
+// other clusters' (a MultiClusterService or ServiceExport named
+// derived-<svc> would import them back).
+func sourceService(s *corev1.Service) *corev1.Service {
+	if s != nil && ours(s) && derivedService(s) {
+		return nil
+	}
+	return s
 }
 
 // applyMembers writes the plan into every member at once: members are
