@@ -84,7 +84,9 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 		return false, nil
 	}
 	upd := have.DeepCopy()
-	upd.Labels, upd.Annotations, upd.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
+	upd.Labels = withOwned(have.Labels, want.Labels, desired.SliceLabels)
+	upd.Annotations = withOwned(have.Annotations, want.Annotations, desired.SliceAnnotations)
+	upd.OwnerReferences = want.OwnerReferences
 	upd.AddressType, upd.Endpoints, upd.Ports = want.AddressType, want.Endpoints, want.Ports
 	_, err := save(w, "EndpointSlice", "update", want.Name, func() (*discoveryv1.EndpointSlice, error) {
 		return client.Update(ctx, upd, metav1.UpdateOptions{})
@@ -92,8 +94,11 @@ func (w *writer) applySlice(ctx context.Context, want *discoveryv1.EndpointSlice
 	return true, err
 }
 
+// sameSlice compares what the controller owns of an imported slice:
+// another's labels or annotations on it (a mutating webhook's) would
+// otherwise make every sync write it again.
 func sameSlice(have, want *discoveryv1.EndpointSlice) bool {
-	return maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) &&
+	return sameOwned(have.Labels, want.Labels, desired.SliceLabels) && sameOwned(have.Annotations, want.Annotations, desired.SliceAnnotations) &&
 		have.AddressType == want.AddressType &&
 		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
 		equality.Semantic.DeepEqual(have.Ports, want.Ports) &&
@@ -104,4 +109,31 @@ func (w *writer) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) 
 	return w.drop("EndpointSlice", s, func(opts metav1.DeleteOptions) error {
 		return w.m.Kube.DiscoveryV1().EndpointSlices(w.namespace).Delete(ctx, s.Name, opts)
 	})
+}
+
+// sameOwned reports whether have and want agree on the keys owned.
+func sameOwned(have, want map[string]string, owned []string) bool {
+	for _, k := range owned {
+		h, inHave := have[k]
+		w, inWant := want[k]
+		if inHave != inWant || h != w {
+			return false
+		}
+	}
+	return true
+}
+
+// withOwned is have with the keys owned as want has them.
+func withOwned(have, want map[string]string, owned []string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range owned {
+		delete(out, k)
+		if v, ok := want[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }

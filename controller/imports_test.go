@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,4 +151,43 @@ func TestLocalFirstPolicyCarried(t *testing.T) {
 	if got := f.importOf(m2, "foo").Annotations; len(got) != 0 {
 		t.Errorf("import given back with annotations %v, want none", got)
 	}
+}
+
+// A mutating webhook that adds a label and an annotation to every
+// EndpointSlice makes the imported slices no different to the
+// controller: only the keys it owns are compared, so a second sync
+// writes nothing, and the webhook's keys stay when a slice is updated.
+func TestWebhookKeysOnImportedSlices(t *testing.T) {
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1()},
+		m3: {ns1()},
+	})
+	inject := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if s, ok := o.GetObject().(*discoveryv1.EndpointSlice); ok && s.Namespace == ns {
+				s.Labels = maps.Clone(s.Labels)
+				s.Labels["webhook.example.com/injected"] = "yes"
+				s.Annotations = maps.Clone(s.Annotations)
+				if s.Annotations == nil {
+					s.Annotations = map[string]string{}
+				}
+				s.Annotations["webhook.example.com/at"] = "admission"
+			}
+		}
+		return false, nil, nil
+	}
+	f.kube[m2].PrependReactor("create", "endpointslices", inject)
+	f.kube[m2].PrependReactor("update", "endpointslices", inject)
+	f.sync("demo/foo")
+	expect(t, "again", f.sync("demo/foo"), writes{})
+
+	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.2"), "update")
+	one := []string{"update endpointslices demo/imported-member1-foo-1"}
+	expect(t, "a change", f.sync("demo/foo"), writes{m1: one, m2: one, m3: one})
+	s := f.sliceOf(m2, "imported-member1-foo-1")
+	if len(s.Endpoints) != 2 || s.Labels["webhook.example.com/injected"] != "yes" || s.Annotations[api.AnnotationSourceGeneration] != "2" {
+		t.Errorf("member2's slice after the change: %d endpoints, labels %v, annotations %v; want 2, the webhook's label, generation 2", len(s.Endpoints), s.Labels, s.Annotations)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }

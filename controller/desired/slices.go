@@ -114,6 +114,16 @@ func disambiguate(slices []*discoveryv1.EndpointSlice, sources []string) []*disc
 	return slices
 }
 
+// SliceLabels and SliceAnnotations are the keys of an imported slice's
+// labels and annotations that the controller sets (Imported, stale.go):
+// any other key is another's (a mutating webhook's), kept as it is.
+var (
+	SliceLabels = []string{
+		mcsv1b1.LabelServiceName, mcsv1b1.LabelSourceCluster, discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy, api.LabelBucket,
+	}
+	SliceAnnotations = []string{api.AnnotationSourceGeneration, api.AnnotationStale}
+)
+
 // Imported is source slice s of cluster's service svc as a consumption
 // cluster holds it: labelled so that kube-proxy programs derived-<svc> and
 // coredns-mcs files it under svc, and without the fields that point into

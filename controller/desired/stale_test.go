@@ -1,9 +1,11 @@
 package desired
 
 import (
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -82,6 +84,28 @@ func TestRestale(t *testing.T) {
 		}
 		if _, ok := back.Annotations[api.AnnotationStale]; ok || p.Restale(back) != nil {
 			t.Errorf("restored %v is not as it was", back.Annotations)
+		}
+	}
+}
+
+// Every label and annotation key that an imported slice gets, stale or
+// not, is one of SliceLabels or SliceAnnotations: a key left out would be
+// compared by no sync, nor written away when it goes.
+func TestImportedSliceKeysOwned(t *testing.T) {
+	s := Imported("member1", "foo", &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "foo-1", Generation: 1},
+		Endpoints:  []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}}},
+	})
+	for _, out := range []*discoveryv1.EndpointSlice{s, notReady(s)} {
+		for k := range out.Labels {
+			if !slices.Contains(SliceLabels, k) {
+				t.Errorf("label %s is not in SliceLabels", k)
+			}
+		}
+		for k := range out.Annotations {
+			if !slices.Contains(SliceAnnotations, k) {
+				t.Errorf("annotation %s is not in SliceAnnotations", k)
+			}
 		}
 	}
 }
