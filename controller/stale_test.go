@@ -141,3 +141,40 @@ func TestStaleMarkedWhileTheSpecIsInvalid(t *testing.T) {
 	delete(got, hub) // the status says member1 cannot be reached
 	expect(t, "stale", got, writes{m3: {"update endpointslices demo/imported-member1-foo-1"}})
 }
+
+// A restart remembers who is stale: the marks a provider's imported
+// slices carry outlive the process that made them, so a controller
+// started while that provider is still away keeps them, rather than count
+// its absence from its own start and send traffic to it meanwhile. They go
+// once it is back, or once no other provider has a ready endpoint.
+func TestRestartKeepsStaleMarks(t *testing.T) {
+	const staleAfter = 20 * time.Second
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
+		m3: {ns1()},
+	}, withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
+	f.sync("demo/foo")
+	f.setDown(m1, true)
+	f.sync("demo/foo")
+	fc.Step(staleAfter)
+	mark := []string{"update endpointslices demo/imported-member1-foo-1"}
+	expect(t, "stale", f.sync("demo/foo"), writes{m2: mark, m3: mark})
+
+	f.restart()
+	// The imports' status.clusters no longer name member1, which this
+	// process has not read.
+	status := []string{"update serviceimports/status demo/foo"}
+	expect(t, "restarted, member1 still away", f.sync("demo/foo"), writes{m2: status, m3: status})
+	fc.Step(staleAfter)
+	expect(t, "stale to the new process too", f.sync("demo/foo"), writes{})
+
+	// member2's only endpoint goes: member1's, stale, are all there is.
+	f.change(m2, slice("foo", "foo-2", 2), "update")
+	unmark := []string{"update endpointslices demo/imported-member2-foo-2", "update endpointslices demo/imported-member1-foo-1"}
+	expect(t, "no other ready endpoint", f.sync("demo/foo"), writes{m2: unmark, m3: unmark})
+	if s := f.sliceOf(m3, "imported-member1-foo-1"); s.Annotations[api.AnnotationStale] != "" || !ptr.Deref(s.Endpoints[0].Conditions.Ready, true) {
+		t.Errorf("member1's slice in member3 once no other is ready: %v %+v, want unmarked and ready", s.Annotations, s.Endpoints[0].Conditions)
+	}
+}

@@ -28,13 +28,12 @@ func (p *Plan) markStale(in *Input) {
 			p.Stale = append(p.Stale, name)
 		}
 	}
-	if len(p.Stale) == 0 {
-		return
-	}
+	// Asked with no member stale too: a mark found on a slice of a member
+	// not known stays while it holds (Restale).
 	p.ReadyElsewhere = slices.ContainsFunc(p.Slices, func(s *discoveryv1.EndpointSlice) bool {
 		return !p.isStale(s) && slices.ContainsFunc(s.Endpoints, ready)
 	})
-	if !p.ReadyElsewhere {
+	if len(p.Stale) == 0 || !p.ReadyElsewhere {
 		return
 	}
 	for i, s := range p.Slices {
@@ -50,11 +49,15 @@ func (p *Plan) isStale(s *discoveryv1.EndpointSlice) bool {
 
 // Restale is what an imported slice the controller cannot read the source
 // of (its cluster's caches have not synced) should be: not ready while its
-// cluster is stale and another has a ready endpoint, else as it was before
-// it was marked. Nil when it is right as it is.
+// cluster is stale, or was marked so, and another has a ready endpoint,
+// else as it was before it was marked. Nil when it is right as it is. A
+// mark outlives the process that made it: a controller started while the
+// cluster is away, which would count the cluster's absence from its own
+// start, keeps it until the cluster is back (and known) or nothing else
+// is ready.
 func (p *Plan) Restale(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	_, marked := s.Annotations[api.AnnotationStale]
-	switch mark := p.isStale(s) && p.ReadyElsewhere; {
+	switch mark := (p.isStale(s) || marked) && p.ReadyElsewhere; {
 	case mark && !marked:
 		return notReady(s)
 	case !mark && marked:

@@ -74,7 +74,12 @@ func TestRestale(t *testing.T) {
 	if stale.Restale(marked) != nil {
 		t.Error("a marked slice is marked again")
 	}
-	for _, p := range []*Plan{{Stale: []string{"m1"}}, {ReadyElsewhere: true}} {
+	// A mark stays while another is ready, its cluster stale or not: a
+	// restarted controller counts the cluster's absence from its own start.
+	if (&Plan{ReadyElsewhere: true}).Restale(marked) != nil {
+		t.Error("a marked slice is restored while another cluster is ready")
+	}
+	for _, p := range []*Plan{{Stale: []string{"m1"}}, {}} {
 		back := p.Restale(marked)
 		if back == nil {
 			t.Fatalf("plan %+v leaves it marked", p)
