@@ -10,17 +10,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 )
 
 // LeaseName is the hub Lease of shard i of n: mcs-controller when there is
 // one shard (the Lease of the single active replica), else
-// mcs-controller-shard-<i>.
+// mcs-controller-shard-<i>. Each also says n (fence.go).
 func LeaseName(i, n int) string {
 	if n == 1 {
 		return "mcs-controller"
 	}
-	return "mcs-controller-shard-" + strconv.Itoa(i)
+	return shardLeasePrefix + strconv.Itoa(i)
 }
+
+const shardLeasePrefix = "mcs-controller-shard-"
 
 // Elector campaigns for every shard's Lease with client-go's leader
 // election, one campaign per shard. A replica that stops renewing loses
@@ -46,6 +49,9 @@ type Elector struct {
 	Acquired func(shard int)
 	// Lost is called when this replica fails to renew a shard's Lease.
 	Lost func(shard int)
+	// Clock paces the wait for another count's Leases (fence.go); nil:
+	// the real clock.
+	Clock clock.WithTicker
 
 	mu        sync.Mutex
 	campaigns []*campaign
@@ -89,8 +95,9 @@ func (e *Elector) Run(ctx context.Context) error {
 // campaign makes shard i's, not started yet.
 func (e *Elector) campaign(ctx context.Context, i int) (*campaign, error) {
 	name := LeaseName(i, e.Shards)
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.Namespace, name,
-		e.Client.CoreV1(), e.Client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.Identity})
+	lock, err := resourcelock.NewWithLabels(resourcelock.LeasesResourceLock, e.Namespace, name,
+		e.Client.CoreV1(), e.Client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.Identity},
+		map[string]string{LabelShards: strconv.Itoa(e.Shards)})
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +112,16 @@ func (e *Elector) campaign(ctx context.Context, i int) (*campaign, error) {
 		// Ending the campaign is what releases the Lease.
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {
+			OnStartedLeading: func(ctx context.Context) {
 				if !e.take(i) {
 					c.end() // one too many, taken at the same time as another
 					return
 				}
 				resolve()
-				e.Acquired(i)
+				// ctx ends when the Lease is lost or the campaign ends.
+				if e.fence(ctx, i) == nil {
+					e.Acquired(i)
+				}
 			},
 			// Called also when the campaign ends, as every campaign does.
 			OnStoppedLeading: func() {

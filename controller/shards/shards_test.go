@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -197,4 +198,30 @@ func TestTakeStopsAtMaxHeld(t *testing.T) {
 	if e.take(2) {
 		t.Error("a second shard was taken past MaxHeld 1")
 	}
+}
+
+// A change of --shards runs no two writers: while a replica of 2 shards
+// holds both, a replica of 4 that takes the Leases of shards 2 and 3
+// (under other names, but of buckets the first holds) syncs neither;
+// once the first is gone, the second takes every shard.
+func TestShardCountChangeRunsNoTwoWriters(t *testing.T) {
+	old := newReplicas(t, 2, 0)
+	stopOld := old.start("old")
+	old.await("old holding both shards", func() bool { return len(old.shardsOf("old")) == 2 })
+	next := &replicas{t: t, hub: old.hub, shards: 4, held: map[string][]int{}}
+	t.Cleanup(next.wg.Wait)
+	next.start("new")
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		l, err := old.hub.CoordinationV1().Leases("mcs-system").Get(context.Background(), LeaseName(2, 4), metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "new", nil
+	})
+	if err != nil {
+		t.Fatal("the replica of 4 shards never took shard 2's Lease")
+	}
+	time.Sleep(3 * time.Second) // past a lease duration, the first still renewing
+	if got := next.shardsOf("new"); len(got) > 0 {
+		t.Fatalf("the replica of 4 shards syncs %v while the replica of 2 holds every bucket", got)
+	}
+	stopOld()
+	next.await("the replica of 4 shards holding all four", func() bool { return len(next.shardsOf("new")) == 4 })
 }
