@@ -58,6 +58,9 @@ type Member struct {
 	// secret is the namespace/name of the Secret that registered it, at
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
 	secret, secretRV string
+	// candidate: a Secret's new configuration on trial (candidate.go),
+	// which reports no metrics of the member's.
+	candidate bool
 	// credential says when that Secret's credentials expire and whether
 	// they are renewed (renew.go); token is the source of its token, which
 	// a new one replaces in place, and fingerprint is of the rest of the

@@ -95,11 +95,8 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	}
 	m.healthyAtProbe = healthy
 	m.mu.Unlock()
-	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(now))
-	if c := m.current(); c != nil {
-		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
-		bytesGauge.WithLabelValues(m.Name).Set(float64(c.bytes.Load()))
-		exportsRefusedGauge.WithLabelValues(m.Name).Set(float64(c.quota.refused()))
+	if !m.candidate {
+		m.report(now)
 	}
 	switch {
 	case was && !now:
@@ -114,6 +111,24 @@ func (m *Member) probe(ctx context.Context, h Handlers, ready ReadyFunc) {
 	if (was != now || first) && h.Changed != nil {
 		h.Changed(m.Name)
 	}
+}
+
+// report sets the member's gauges, as of a probe that found it reachable
+// or not.
+func (m *Member) report(reachable bool) {
+	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(reachable))
+	if c := m.current(); c != nil {
+		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
+		bytesGauge.WithLabelValues(m.Name).Set(float64(c.bytes.Load()))
+		exportsRefusedGauge.WithLabelValues(m.Name).Set(float64(c.quota.refused()))
+	}
+}
+
+// probedOnce reports whether the member was probed yet.
+func (m *Member) probedOnce() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.probed
 }
 
 // startInformers discovers which MCS API version the member serves and

@@ -90,6 +90,9 @@ type Registry struct {
 	// Retired, and the pass after the first list.
 	decide  sync.Mutex
 	refused map[string]refusalState // by Secret namespace/name, under decide
+	// candidates are Secrets' configurations on trial, by cluster name,
+	// under decide (candidate.go).
+	candidates map[string]*candidate
 	// renewals, while tokens are renewed here, is told of every member
 	// registered (renew.go).
 	renewals atomic.Pointer[renewer]
@@ -100,7 +103,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	if opts.Ready == nil {
 		opts.Ready = Readyz
 	}
-	r := &Registry{opts: opts, members: map[string]*Member{}, refused: map[string]refusalState{}}
+	r := &Registry{opts: opts, members: map[string]*Member{}, refused: map[string]refusalState{}, candidates: map[string]*candidate{}}
 	for _, m := range opts.Members {
 		r.members[m.Name] = r.bounded(m)
 	}
@@ -289,10 +292,14 @@ func (r *Registry) drop(m *Member) {
 func (r *Registry) handlers() Handlers {
 	h := r.h
 	h.Changed = func(name string) {
-		if m := r.get(name); m != nil && m.Retiring() {
+		m := r.get(name)
+		if m != nil && m.Retiring() {
 			if ok, _ := m.Reachable(); !ok {
 				go r.Retired(name) // Retired stops m's probe, which calls this
 			}
+		}
+		if m != nil && !m.Healthy() {
+			go r.tried(name) // a candidate, if any, replaces it at once
 		}
 		r.changed(name)
 	}

@@ -65,7 +65,9 @@ func fingerprint(rc *rest.Config, s *corev1.Secret) [sha256.Size]byte {
 
 // rotate takes the new token of m, made of Secret s, up in the member
 // registered from s, when that is all that changed and the member is
-// healthy. The caller holds decide.
+// healthy, and its API server takes it; it reports whether the change is
+// handled (a token refused leaves the member as it is). The caller holds
+// decide.
 func (r *Registry) rotate(s *corev1.Secret, m *Member) bool {
 	cur := r.get(m.Name)
 	if cur == nil || cur.secret != key(s) || cur.token == nil || m.token == nil || cur.fingerprint != m.fingerprint || !cur.Healthy() {
@@ -73,6 +75,12 @@ func (r *Registry) rotate(s *corev1.Secret, m *Member) bool {
 	}
 	token := *m.token.token.Load()
 	if token != *cur.token.token.Load() {
+		// m holds the new token: a working member is replaced only by one
+		// that works (candidate.go).
+		if err := accepts(m); err != nil {
+			r.refuse(s, fmt.Errorf("%s: the member's API server does not take its new token (%w); %s goes on with the token of the Secret's resourceVersion %s", sourceOf(s), err, cur.Name, cur.secretRV))
+			return true
+		}
 		klog.InfoS("Member token rotated in place", "cluster", cur.Name, "source", cur.Source, "expires", expiresOrUnknown(m.credential.Expires))
 	}
 	cur.token.set(token)

@@ -95,6 +95,11 @@ func (r *Registry) reconcileAll() {
 // name it (see the top of this file). The caller holds decide.
 func (r *Registry) reconcile(name string) {
 	secrets := r.naming(name)
+	if c := r.candidates[name]; c != nil && !slices.ContainsFunc(secrets, func(s *corev1.Secret) bool {
+		return s.UID == c.secret.UID && s.ResourceVersion == c.secret.ResourceVersion
+	}) {
+		r.dropCandidate(name) // its Secret changed again, or went
+	}
 	if cur := r.get(name); cur != nil && cur.secret != "" && !cur.Retiring() && !slices.ContainsFunc(secrets, is(cur.secret)) {
 		r.remove(name, cur.Source) // its Secret went
 	}
@@ -155,14 +160,35 @@ func (r *Registry) register(s *corev1.Secret) {
 	name, source := s.Labels[api.LabelCluster], sourceOf(s)
 	m, err := fromSecret(name, source, s, r.connect, r.opts.AllowInsecureTLS)
 	if err == nil && r.rotate(s, m) {
+		r.dropCandidate(name)
 		return
 	}
-	if cur := r.get(name); err != nil && cur != nil && cur.secret == key(s) && cur.Kube != nil {
+	cur := r.get(name)
+	switch {
+	case err != nil && cur != nil && cur.secret == key(s) && cur.Kube != nil:
 		// A bad edit of a working member's Secret: the member goes on as
 		// it was, as it does when a duplicate is refused.
 		r.refuse(s, fmt.Errorf("%w; %s keeps its registration from this Secret's resourceVersion %s until the Secret is fixed", err, name, cur.secretRV))
 		return
+	case err == nil && cur != nil && cur.secret == key(s) && cur.Healthy():
+		r.try(s, m) // candidate.go
+		return
 	}
+	r.dropCandidate(name)
+	r.install(s, m, err)
+}
+
+// registerAnew registers the member Secret s makes, in place of the one
+// registered, with no trial. The caller holds decide.
+func (r *Registry) registerAnew(s *corev1.Secret) {
+	m, err := fromSecret(s.Labels[api.LabelCluster], sourceOf(s), s, r.connect, r.opts.AllowInsecureTLS)
+	r.install(s, m, err)
+}
+
+// install registers m, made of Secret s; when err says s cannot be used, a
+// broken member that says why. The caller holds decide.
+func (r *Registry) install(s *corev1.Secret, m *Member, err error) {
+	name, source := s.Labels[api.LabelCluster], sourceOf(s)
 	if err != nil {
 		r.refuse(s, err)
 		m = brokenMember(name, source, err)
