@@ -25,6 +25,9 @@ import (
 // deleted; anything else in the way is reported and left alone. A user's
 // ServiceImport is filled in, never deleted (see imports.go).
 func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
+	if succ, pending := c.successor(m); succ != nil || pending {
+		return // renamed: its successor writes into the cluster (rename.go)
+	}
 	// A member that does not answer is reported, and not written to: a
 	// write would only wait for its time-out. It is synced again when it
 	// answers; what it provided stays imported meanwhile.

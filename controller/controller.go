@@ -299,12 +299,18 @@ func (c *Controller) mineKey(key string) bool {
 }
 
 // retireCleaned lets a retiring member go once it holds nothing the
-// controller wrote in the namespaces it syncs. Every deletion of such an
+// controller wrote in the namespaces it syncs, or, renamed, once its
+// successor has synced (rename.go). Every deletion of such an
 // object queues its service again, so the check after the last one sees
 // the member empty.
 func (c *Controller) retireCleaned() {
 	for _, m := range c.opts.Members.List() {
-		if m.Retiring() && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey) {
+		if !m.Retiring() {
+			continue
+		}
+		succ, pending := c.successor(m)
+		switch {
+		case succ != nil && succ.Synced(), succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
 			c.opts.Members.Retired(m.Name)
 		}
 	}

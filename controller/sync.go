@@ -165,7 +165,13 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	for _, m := range c.opts.Members.List() {
 		c.registered.Store(m.Name, true)
 		if m.Retiring() {
-			continue // it takes part in nothing: applying the plan cleans it
+			// It takes part in nothing: applying the plan cleans it. Renamed,
+			// its slices stay until its successor provides in its place.
+			if succ, _ := c.successor(m); succ != nil && !succ.Synced() {
+				present[m.Name] = true
+				in.Members[m.Name] = desired.Member{}
+			}
+			continue
 		}
 		present[m.Name] = true
 		stale := c.opts.StaleAfter > 0 && m.UnhealthyFor() >= c.opts.StaleAfter

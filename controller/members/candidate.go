@@ -60,7 +60,7 @@ func (r *Registry) tried(name string) {
 		r.registerAnew(c.secret)
 		return
 	}
-	if ok, err := c.m.Reachable(); !ok && c.m.probedOnce() {
+	if ok, err := c.m.Reachable(); !ok && c.m.ProbedOnce() {
 		r.refuse(c.secret, fmt.Errorf("%s: its new configuration does not work (%w); %s goes on as registered from the Secret's resourceVersion %s, and takes the new one up once it works", sourceOf(c.secret), err, name, cur.secretRV))
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -61,6 +62,10 @@ type Member struct {
 	// candidate: a Secret's new configuration on trial (candidate.go),
 	// which reports no metrics of the member's.
 	candidate bool
+	// identity is the cluster's (identity.go), under mu, once
+	// identityKnown.
+	identity      types.UID
+	identityKnown bool
 	// credential says when that Secret's credentials expire and whether
 	// they are renewed (renew.go); token is the source of its token, which
 	// a new one replaces in place, and fingerprint is of the rest of the

@@ -124,8 +124,8 @@ func (m *Member) report(reachable bool) {
 	}
 }
 
-// probedOnce reports whether the member was probed yet.
-func (m *Member) probedOnce() bool {
+// ProbedOnce reports whether the member was probed yet.
+func (m *Member) ProbedOnce() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.probed
@@ -135,6 +135,7 @@ func (m *Member) probedOnce() bool {
 // starts every informer the controller reads. A member without the MCS API
 // CRDs is an error here: it is retried at the next probe.
 func (m *Member) startInformers(ctx context.Context, h Handlers) error {
+	m.learnIdentity(ctx)
 	exports, err := served(m, mcsapi.ServiceExports)
 	if err != nil {
 		return err

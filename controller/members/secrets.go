@@ -269,10 +269,12 @@ func (r *Registry) forgetRefusals() {
 	}
 }
 
-// clusterNames are the names a Secret had and has.
+// clusterNames are the names a Secret has and had: the new name first, so
+// that a relabelled Secret registers its new name before its old one
+// retires (the controller hands the cluster over, identity.go).
 func clusterNames(old, cur *corev1.Secret) []string {
 	var out []string
-	for _, s := range []*corev1.Secret{old, cur} {
+	for _, s := range []*corev1.Secret{cur, old} {
 		if s != nil && !slices.Contains(out, s.Labels[api.LabelCluster]) {
 			out = append(out, s.Labels[api.LabelCluster])
 		}
