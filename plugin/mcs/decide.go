@@ -11,7 +11,7 @@ import (
 // ports that go with them) or the endpoints of some slices.
 type choice struct {
 	outcome  outcome
-	fellBack bool // LocalFirst answered remote because no local endpoint is ready
+	fellBack bool // LocalFirst answered remote: fewer local endpoints than its minimum are ready
 	vips     []net.IP
 	ports    portList
 	slices   []*endpointSlice
