@@ -64,15 +64,16 @@ func expectNative(m *memberState, now time.Time) expectation {
 		localVIPs = m.service.Spec.ClusterIPs
 	}
 	o := answerRE.FindStringSubmatch(corefile)
+	policy := decide.PolicyOf(m.imp.Annotations)
 	r := decide.Rules{
-		Strategy: api.Strategy(strategy), AnswerVIP: o == nil || o[1] == "vip", Headless: m.imp.Spec.Type == mcsv1b1.Headless,
-		LocalVIP: anyIP(localVIPs), SetVIP: anyIP(m.imp.Spec.IPs), Policy: decide.PolicyOf(m.imp.Annotations),
+		LocalFirst: strategy == string(api.LocalFirst), AnswerVIP: o == nil || o[1] == "vip", Headless: m.imp.Spec.Type == mcsv1b1.Headless,
+		LocalVIP: anyIP(localVIPs), SetVIP: anyIP(m.imp.Spec.IPs), MinReady: policy.MinReady,
 	}
 	local, fresh, stale := endpointSets(m, now)
 	e := decide.Endpoints{Local: len(local), Fresh: len(fresh) > 0, Stale: len(stale) > 0}
-	a := decide.Service(r, func() decide.Endpoints { return e })
+	a := decide.Service(&r, e)
 	why := fmt.Sprintf("%s answers %s: %d ready endpoints here, %d in fresh providers, %d in stale ones", strategy, setNames[a.Set], len(local), len(fresh), len(stale))
-	if r.Strategy == api.LocalFirst {
+	if r.LocalFirst {
 		why += fmt.Sprintf(", LocalFirst's minimum %d", max(r.MinReady, 1))
 	}
 	var chosen []endpointAt
@@ -93,7 +94,7 @@ func expectNative(m *memberState, now time.Time) expectation {
 		chosen = stale
 	}
 	if a.Failover {
-		chosen = decide.Preferred(chosen, r.Order, func(e endpointAt) string { return e.cluster })
+		chosen = decide.Preferred(chosen, policy.Order, func(e endpointAt) string { return e.cluster })
 	}
 	return expectation{addrs: addresses(chosen), why: why}
 }

@@ -22,22 +22,25 @@ type choice struct {
 // per-endpoint name. ok is false when mcs has nothing to answer with: the
 // query then goes to the next plugin, which answers as it would for an
 // endpoint-less service. split gives the candidates; it is called only
-// when the choice depends on them, since it looks up every remote slice's
-// cluster among the Leases.
+// when the choice depends on them (not decide.Fixed), since it looks up
+// every remote slice's cluster among the Leases.
 func choose(v *view, mode answerMode, host bool, split func() candidates) (c choice, ok bool) {
-	r := decide.Rules{
-		Strategy: v.strategy, AnswerVIP: mode == answerVIP, Headless: v.headless(),
-		LocalVIP: v.hasLocalVIP(), SetVIP: v.hasSetVIP(), Policy: v.imp.policy,
-	}
+	// Field by field, not a literal: the compiler builds a literal aside and
+	// copies it in, a wide load of bytes just stored that stalls the query.
+	var r decide.Rules
+	r.LocalFirst, r.AnswerVIP, r.Headless = v.strategy == api.LocalFirst, mode == answerVIP, v.headless()
+	r.LocalVIP, r.SetVIP, r.MinReady = v.hasLocalVIP(), v.hasSetVIP(), v.imp.policy.MinReady
 	var s candidates
-	var a decide.Answer
-	if host {
+	a, fixed := decide.Fixed(&r)
+	switch {
+	case host:
 		s = split()
-		a = decide.Endpoint(r, endpointsOf(s))
-	} else {
-		a = decide.Service(r, func() decide.Endpoints { s = split(); return endpointsOf(s) })
+		a = decide.Endpoint(&r, endpointsOf(s))
+	case !fixed:
+		s = split()
+		a = decide.Service(&r, endpointsOf(s))
 	}
-	c = choice{outcome: outcomeOf(v.strategy, a.Set), fellBack: a.FellBack}
+	c = choice{outcome: outcomeOf(r.LocalFirst, a.Set), fellBack: a.FellBack}
 	switch a.Set {
 	case decide.None:
 		return choice{}, false
@@ -66,15 +69,15 @@ func endpointsOf(s candidates) decide.Endpoints {
 }
 
 // outcomeOf labels the requests metric: the local sets are local;
-// RemoteAndLocal's others combined, LocalFirst's remote.
-func outcomeOf(s api.Strategy, set decide.Set) outcome {
+// LocalFirst's others remote, RemoteAndLocal's combined.
+func outcomeOf(localFirst bool, set decide.Set) outcome {
 	switch {
 	case set == decide.Local || set == decide.LocalVIP:
 		return outcomeLocal
-	case s == api.RemoteAndLocal:
-		return outcomeCombined
+	case localFirst:
+		return outcomeRemote
 	}
-	return outcomeRemote
+	return outcomeCombined
 }
 
 // readyCount is how many ready endpoints ss hold (a slice lists its ready

@@ -16,14 +16,16 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
-// Rules are what a service's answer depends on besides its endpoints.
+// Rules are what a service's answer depends on besides its endpoints. The
+// functions take them by pointer: the plugin builds them per query, and a
+// copy of freshly written bytes costs the query a stall.
 type Rules struct {
-	Strategy  api.Strategy // RemoteAndLocal or LocalFirst
-	AnswerVIP bool         // the answer option is vip
-	Headless  bool         // the ServiceImport is headless: endpoints, whatever the answer option
-	LocalVIP  bool         // the local Service has ClusterIPs (VIP_local)
-	SetVIP    bool         // the ServiceImport has spec.ips (VIP_set)
-	Policy
+	LocalFirst bool // the strategy is LocalFirst, else RemoteAndLocal
+	AnswerVIP  bool // the answer option is vip
+	Headless   bool // the ServiceImport is headless: endpoints, whatever the answer option
+	LocalVIP   bool // the local Service has ClusterIPs (VIP_local)
+	SetVIP     bool // the ServiceImport has spec.ips (VIP_set)
+	MinReady   int  // LocalFirst's minimum (Policy)
 }
 
 // Policy is LocalFirst's policy, from the ServiceImport's annotations.
@@ -77,18 +79,15 @@ type Answer struct {
 }
 
 // Service decides a service's name (<svc>.<ns>.svc.cluster.local and its
-// SRV names). endpoints is called only when the answer depends on them
-// (RemoteAndLocal answering VIP_set does not), since the plugin looks up
-// every provider's Lease to tell fresh from stale.
-func Service(r Rules, endpoints func() Endpoints) Answer {
-	vip := r.AnswerVIP && !r.Headless
-	if r.Strategy == api.LocalFirst {
-		return localFirst(r, vip, endpoints())
+// SRV names).
+func Service(r *Rules, e Endpoints) Answer {
+	if a, ok := Fixed(r); ok {
+		return a
 	}
-	if vip && r.SetVIP {
-		return Answer{Set: SetVIP}
+	if r.LocalFirst {
+		return localFirst(r, r.vip(), e)
 	}
-	switch e := endpoints(); {
+	switch {
 	case e.Local > 0 || e.Fresh:
 		return Answer{Set: LocalAndFresh}
 	case e.Stale:
@@ -97,17 +96,31 @@ func Service(r Rules, endpoints func() Endpoints) Answer {
 	return Answer{}
 }
 
+// Fixed is Service's answer when it does not depend on the endpoints:
+// RemoteAndLocal answering VIP_set. The plugin asks it first, so that it
+// looks up no provider's Lease to tell fresh from stale for nothing.
+func Fixed(r *Rules) (Answer, bool) {
+	if !r.LocalFirst && r.vip() && r.SetVIP {
+		return Answer{Set: SetVIP}, true
+	}
+	return Answer{}, false
+}
+
+// vip: a ClusterIP service answers VIPs under the answer option vip.
+func (r *Rules) vip() bool { return r.AnswerVIP && !r.Headless }
+
 // Endpoint decides a per-endpoint name (web-0.web.ns.svc.cluster.local),
 // given the endpoints of that hostname: a ready local one is answered
 // alone, whatever the strategy and the minimum, so that no other cluster's
 // pod takes a local pod's name; else the service's table decides among the
 // others, for endpoints, never a VIP (as the kubernetes plugin answers).
-func Endpoint(r Rules, e Endpoints) Answer {
+func Endpoint(r *Rules, e Endpoints) Answer {
 	if e.Local > 0 {
 		return Answer{Set: Local}
 	}
-	r.AnswerVIP = false
-	return Service(r, func() Endpoints { return e })
+	endpoints := *r
+	endpoints.AnswerVIP = false
+	return Service(&endpoints, e)
 }
 
 // localFirst answers L while it holds the minimum of ready endpoints, else
@@ -115,7 +128,7 @@ func Endpoint(r Rules, e Endpoints) Answer {
 // and the stale ones only when L is empty too (a stale cluster is used
 // only when nothing else is left). With nothing ready anywhere, a VIP
 // answer is VIP_local, else VIP_set.
-func localFirst(r Rules, vip bool, e Endpoints) Answer {
+func localFirst(r *Rules, vip bool, e Endpoints) Answer {
 	local := Answer{Set: Local}
 	if vip && r.LocalVIP {
 		local.Set = LocalVIP

@@ -19,7 +19,7 @@ type world struct {
 }
 
 func (w world) rules() Rules {
-	return Rules{Strategy: w.strategy, AnswerVIP: w.vip, Headless: w.headless, LocalVIP: w.localVIP, SetVIP: w.setVIP, Policy: Policy{MinReady: w.minReady}}
+	return Rules{LocalFirst: w.strategy == api.LocalFirst, AnswerVIP: w.vip, Headless: w.headless, LocalVIP: w.localVIP, SetVIP: w.setVIP, MinReady: w.minReady}
 }
 
 func (w world) endpoints() Endpoints {
@@ -74,19 +74,42 @@ func TestService(t *testing.T) {
 		{"LocalFirst headless, L empty: fresh R", world{strategy: lf, vip: true, headless: true, setVIP: true, fresh: true}, fellBack(Fresh)},
 	} {
 		t.Run(row.name, func(t *testing.T) {
-			if got := Service(row.w.rules(), row.w.endpoints); got != row.want {
+			if got := Service(new(row.w.rules()), row.w.endpoints()); got != row.want {
 				t.Errorf("%+v: got %+v, want %+v", row.w, got, row.want)
 			}
 		})
 	}
 }
 
-// RemoteAndLocal answering VIP_set does not look at the endpoints: the
-// plugin would look up every provider's Lease for nothing.
-func TestServiceLooksOnlyWhenNeeded(t *testing.T) {
-	w := world{strategy: ral, vip: true, setVIP: true}
-	if got := Service(w.rules(), func() Endpoints { t.Fatal("endpoints asked for"); return Endpoints{} }); got != (Answer{Set: SetVIP}) {
-		t.Errorf("got %+v", got)
+// Fixed is Service's answer wherever it has one, and it has one only where
+// the endpoints cannot change the answer: the plugin then looks up no
+// Lease.
+func TestFixed(t *testing.T) {
+	var endpoints []Endpoints
+	for local := range 3 {
+		for _, fresh := range []bool{false, true} {
+			for _, stale := range []bool{false, true} {
+				endpoints = append(endpoints, Endpoints{Local: local, Fresh: fresh, Stale: stale})
+			}
+		}
+	}
+	for bits := range 1 << 6 {
+		b := func(i int) bool { return bits&(1<<i) != 0 }
+		r := Rules{LocalFirst: b(0), AnswerVIP: b(1), Headless: b(2), LocalVIP: b(3), SetVIP: b(4), MinReady: 1 + bits>>5}
+		fixed, ok := Fixed(&r)
+		answers := map[Answer]bool{}
+		for _, e := range endpoints {
+			answers[Service(&r, e)] = true
+		}
+		switch {
+		case ok && (len(answers) != 1 || !answers[fixed]):
+			t.Errorf("%+v: fixed %+v, but Service answers %v", r, fixed, answers)
+		case !ok && len(answers) == 1:
+			t.Errorf("%+v: not fixed, but Service always answers %v", r, answers)
+		}
+	}
+	if _, ok := Fixed(&Rules{AnswerVIP: true, SetVIP: true}); !ok {
+		t.Error("RemoteAndLocal answering VIP_set is fixed")
 	}
 }
 
@@ -107,7 +130,7 @@ func TestEndpoint(t *testing.T) {
 		{"none: the next plugin", world{strategy: lf, vip: true, localVIP: true, setVIP: true}, Answer{}},
 	} {
 		t.Run(row.name, func(t *testing.T) {
-			if got := Endpoint(row.w.rules(), row.w.endpoints()); got != row.want {
+			if got := Endpoint(new(row.w.rules()), row.w.endpoints()); got != row.want {
 				t.Errorf("%+v: got %+v, want %+v", row.w, got, row.want)
 			}
 		})
@@ -144,7 +167,7 @@ func TestPolicyOf(t *testing.T) {
 func TestServiceAllocatesNothing(t *testing.T) {
 	w := world{strategy: lf, vip: true, localVIP: true, setVIP: true, minReady: 2, local: 1, fresh: true}
 	r, e := w.rules(), w.endpoints()
-	if n := testing.AllocsPerRun(100, func() { Service(r, func() Endpoints { return e }) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { Service(&r, e) }); n != 0 {
 		t.Errorf("%v allocations", n)
 	}
 }
