@@ -127,22 +127,6 @@ func TestCorefilePorts(t *testing.T) {
 	}
 }
 
-// The failover order picks the first listed cluster with a ready
-// endpoint, else every unlisted one's.
-func TestFailover(t *testing.T) {
-	remote := map[string]string{"10.0.0.1": "member1", "10.0.0.3": "member3", "10.0.0.4": "member4"}
-	for order, want := range map[string]string{
-		"member3,member1":         "10.0.0.3",
-		"member9,member1":         "10.0.0.1",
-		"member9":                 "10.0.0.1 10.0.0.3 10.0.0.4",
-		"member1,member3,member4": "10.0.0.1",
-	} {
-		if got := strings.Join(failover(remote, order, "member2"), " "); got != want {
-			t.Errorf("order %s: %s, want %s", order, got, want)
-		}
-	}
-}
-
 func newFlags(kubeconfig string) *genericclioptions.ConfigFlags {
 	f := genericclioptions.NewConfigFlags(false)
 	f.KubeConfig = &kubeconfig

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -249,23 +248,6 @@ func leaseChecks(w *world, m *memberState, now time.Time) []Check {
 				out = append(out, fail(linkLease, m.cluster, name, fmt.Sprintf("renewed %s ago, past its %d s: coredns-mcs calls %s stale", age, *l.Spec.LeaseDurationSeconds, p), fix))
 			} else {
 				out = append(out, pass(linkLease, m.cluster, name))
-			}
-		}
-	}
-	return out
-}
-
-// readyAddresses are the ready endpoints' IPv4 addresses of slices, with
-// the source cluster of each (imported slices' label; "" for own slices).
-func readyAddresses(ss []discoveryv1.EndpointSlice) map[string]string {
-	out := map[string]string{}
-	for _, s := range ss {
-		if s.AddressType != discoveryv1.AddressTypeIPv4 {
-			continue
-		}
-		for _, e := range s.Endpoints {
-			if a, ok := firstAddress(e); ok && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
-				out[a] = s.Labels[mcsv1b1.LabelSourceCluster]
 			}
 		}
 	}

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/plugin/mcs/decide"
 )
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) }
@@ -36,40 +35,18 @@ var (
 	strategyRE = regexp.MustCompile(`(?m)^\s*strategy\s+(RemoteAndLocal|LocalFirst)\s*$`)
 )
 
-// endpointSets are, for consumer m, the ready IPv4 endpoints by cluster:
-// L its own, R the other providers' imported ones, with the stale
-// providers' left out while a fresh one is left (plugin/mcs/README.md,
-// "Stale clusters").
-func endpointSets(m *memberState, now time.Time) (local, remote map[string]string) {
-	local = readyAddresses(m.own)
-	all := readyAddresses(m.imported)
-	remote, fresh := map[string]string{}, map[string]string{}
-	for a, c := range all {
-		if c == m.cluster {
-			continue // the copies of its own slices: L holds them
-		}
-		remote[a] = c
-		if !stale(m.leases[c], now) {
-			fresh[a] = c
-		}
-	}
-	if len(fresh) > 0 {
-		remote = fresh
-	}
-	return local, remote
-}
-
-// stale is the plugin's rule: a Lease past renewTime + duration; none, or
-// one without either, is never stale.
-func stale(l *coordinationv1.Lease, now time.Time) bool {
+// staleLease is the plugin's rule: a Lease past renewTime + duration; none,
+// or one without either, is never stale.
+func staleLease(l *coordinationv1.Lease, now time.Time) bool {
 	if l == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		return false
 	}
 	return now.After(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
-// expectNative is what <svc>.<ns>.svc.cluster.local should answer in m,
-// by the service's strategy (plugin/mcs/README.md, "Native names").
+// expectNative is what <svc>.<ns>.svc.cluster.local should answer in m:
+// the set the plugin's decision table (package plugin/mcs/decide) picks
+// from what m holds.
 func expectNative(m *memberState, now time.Time) expectation {
 	corefile := ""
 	if m.corefile != nil {
@@ -82,75 +59,110 @@ func expectNative(m *memberState, now time.Time) expectation {
 	if strategy == "" {
 		return expectation{skip: true, why: "no strategy: the kubernetes plugin answers it"}
 	}
-	endpoints := m.imp.Spec.Type == mcsv1b1.Headless
-	if o := answerRE.FindStringSubmatch(corefile); o != nil && o[1] == "endpoints" {
-		endpoints = true
-	}
-	local, remote := endpointSets(m, now)
-	var vipLocal []string
+	var localVIPs []string
 	if m.service != nil {
-		vipLocal = ipv4(m.service.Spec.ClusterIPs)
+		localVIPs = m.service.Spec.ClusterIPs
 	}
-	vipSet := ipv4(m.imp.Spec.IPs)
-	if strategy == string(api.LocalFirst) {
-		return localFirst(m, local, remote, vipLocal, vipSet, endpoints)
+	o := answerRE.FindStringSubmatch(corefile)
+	policy := decide.PolicyOf(m.imp.Annotations)
+	r := decide.Rules{
+		LocalFirst: strategy == string(api.LocalFirst), AnswerVIP: o == nil || o[1] == "vip", Headless: m.imp.Spec.Type == mcsv1b1.Headless,
+		LocalVIP: anyIP(localVIPs), SetVIP: anyIP(m.imp.Spec.IPs), MinReady: policy.MinReady,
 	}
-	union := slices.Sorted(maps.Keys(mergeSets(local, remote)))
-	switch {
-	case endpoints:
-		return expectation{addrs: union, why: "RemoteAndLocal answers every cluster's ready endpoints"}
-	case len(vipSet) > 0:
-		return expectation{addrs: vipSet, why: "RemoteAndLocal answers the ServiceImport's VIP"}
+	local, fresh, stale := endpointSets(m, now)
+	e := decide.Endpoints{Local: len(local), Fresh: len(fresh) > 0, Stale: len(stale) > 0}
+	a := decide.Service(&r, e)
+	why := fmt.Sprintf("%s answers %s: %d ready endpoints here, %d in fresh providers, %d in stale ones", strategy, setNames[a.Set], len(local), len(fresh), len(stale))
+	if r.LocalFirst {
+		why += fmt.Sprintf(", LocalFirst's minimum %d", max(r.MinReady, 1))
 	}
-	return expectation{addrs: union, why: "RemoteAndLocal, with no VIP, answers every cluster's ready endpoints"}
+	var chosen []endpointAt
+	switch a.Set {
+	case decide.None:
+		return expectation{skip: true, why: why + ": answered as the kubernetes plugin answers an endpoint-less service"}
+	case decide.LocalVIP:
+		return expectation{addrs: ipv4(localVIPs), why: why}
+	case decide.SetVIP:
+		return expectation{addrs: ipv4(m.imp.Spec.IPs), why: why}
+	case decide.Local:
+		chosen = local
+	case decide.LocalAndFresh:
+		chosen = slices.Concat(local, fresh)
+	case decide.Fresh:
+		chosen = fresh
+	case decide.Stale:
+		chosen = stale
+	}
+	if a.Failover {
+		chosen = decide.Preferred(chosen, policy.Order, func(e endpointAt) string { return e.cluster })
+	}
+	return expectation{addrs: addresses(chosen), why: why}
 }
 
-// localFirst is LocalFirst's row of the table, with the import's
-// min-ready-endpoints and failover-order.
-func localFirst(m *memberState, local, remote map[string]string, vipLocal, vipSet []string, endpoints bool) expectation {
-	minReady := 1
-	if n, err := strconv.Atoi(m.imp.Annotations[api.AnnotationMinReadyEndpoints]); err == nil && n > 0 {
-		minReady = n
-	}
-	useLocal := len(local) >= minReady || len(local) > 0 && len(remote) == 0
-	switch {
-	case useLocal && endpoints:
-		return expectation{addrs: slices.Sorted(maps.Keys(local)), why: fmt.Sprintf("LocalFirst: %d ready local endpoints", len(local))}
-	case useLocal:
-		return expectation{addrs: vipLocal, why: fmt.Sprintf("LocalFirst: %d ready local endpoints, so the local Service's VIP", len(local))}
-	case len(remote) == 0:
-		return expectation{skip: true, why: "LocalFirst with no ready endpoint anywhere: answered as the kubernetes plugin answers an endpoint-less service"}
-	case endpoints:
-		return expectation{addrs: failover(remote, m.imp.Annotations[api.AnnotationFailoverOrder], m.cluster), why: "LocalFirst: no ready local endpoint, so the other clusters'"}
-	case len(vipSet) > 0:
-		return expectation{addrs: vipSet, why: "LocalFirst: no ready local endpoint, so the ServiceImport's VIP"}
-	}
-	return expectation{addrs: slices.Sorted(maps.Keys(remote)), why: "LocalFirst: no ready local endpoint and no VIP, so the other clusters' endpoints"}
+// setNames say what each set of the table is.
+var setNames = map[decide.Set]string{
+	decide.None:          "nothing",
+	decide.LocalVIP:      "the local Service's VIP",
+	decide.SetVIP:        "the ServiceImport's VIP",
+	decide.Local:         "this cluster's ready endpoints",
+	decide.LocalAndFresh: "every cluster's ready endpoints, stale providers' left out",
+	decide.Fresh:         "the fresh providers' ready endpoints, by the failover order",
+	decide.Stale:         "the stale providers' endpoints, as nothing else is left",
 }
 
-// failover is the remote endpoints the failover order picks: the first
-// listed cluster with one, else every unlisted cluster's.
-func failover(remote map[string]string, order, self string) []string {
-	byCluster := map[string][]string{}
-	for a, c := range remote {
-		byCluster[c] = append(byCluster[c], a)
-	}
-	listed := map[string]bool{}
-	for c := range strings.SplitSeq(order, ",") {
-		c = strings.TrimSpace(c)
-		listed[c] = true
-		if c != self && len(byCluster[c]) > 0 {
-			return slices.Sorted(slices.Values(byCluster[c]))
+// endpointAt is a ready endpoint: its first address, and the cluster it is
+// imported from ("" for the member's own).
+type endpointAt struct{ cluster, addr string }
+
+// endpointSets are consumer m's ready endpoints of either family, as the
+// plugin counts them: its own (L), and the other providers' imported ones
+// (R) from fresh and from stale providers, each sorted by cluster.
+func endpointSets(m *memberState, now time.Time) (local, fresh, stale []endpointAt) {
+	local = readyEndpoints(m.own)
+	for _, e := range readyEndpoints(m.imported) {
+		switch {
+		case e.cluster == m.cluster:
+			// the copies of its own slices: L holds them
+		case staleLease(m.leases[e.cluster], now):
+			stale = append(stale, e)
+		default:
+			fresh = append(fresh, e)
 		}
 	}
-	var out []string
-	for c, as := range byCluster {
-		if !listed[c] {
-			out = append(out, as...)
+	byCluster := func(a, b endpointAt) int { return strings.Compare(a.cluster, b.cluster) }
+	slices.SortStableFunc(fresh, byCluster)
+	slices.SortStableFunc(stale, byCluster)
+	return local, fresh, stale
+}
+
+// readyEndpoints are the ready endpoints of ss that the plugin reads: of
+// an IP family, with an address.
+func readyEndpoints(ss []discoveryv1.EndpointSlice) []endpointAt {
+	var out []endpointAt
+	for _, s := range ss {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if a, ok := firstAddress(e); ok && net.ParseIP(a) != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				out = append(out, endpointAt{cluster: s.Labels[mcsv1b1.LabelSourceCluster], addr: a})
+			}
 		}
 	}
-	slices.Sort(out)
 	return out
+}
+
+// addresses are the IPv4 addresses of es, as an A answer holds them.
+func addresses(es []endpointAt) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.addr)
+	}
+	return slices.Compact(ipv4(out))
+}
+
+func anyIP(ips []string) bool {
+	return slices.ContainsFunc(ips, func(ip string) bool { return net.ParseIP(ip) != nil })
 }
 
 // expectClusterset is what <svc>.<ns>.svc.clusterset.local should answer
@@ -161,22 +173,16 @@ func expectClusterset(m *memberState, now time.Time) expectation {
 	if m.imp.Spec.Type != mcsv1b1.Headless {
 		return expectation{addrs: ipv4(m.imp.Spec.IPs), why: "the ServiceImport's spec.ips"}
 	}
-	all, fresh := readyAddresses(m.imported), map[string]string{}
-	for a, c := range all {
-		if !stale(m.leases[c], now) {
-			fresh[a] = c
+	all, fresh := readyEndpoints(m.imported), []endpointAt(nil)
+	for _, e := range all {
+		if !staleLease(m.leases[e.cluster], now) {
+			fresh = append(fresh, e)
 		}
 	}
 	if len(fresh) > 0 {
 		all = fresh
 	}
-	return expectation{addrs: slices.Sorted(maps.Keys(all)), why: "a headless import: every cluster's ready endpoints"}
-}
-
-func mergeSets(a, b map[string]string) map[string]string {
-	out := maps.Clone(a)
-	maps.Copy(out, b)
-	return out
+	return expectation{addrs: addresses(all), why: "a headless import: every cluster's ready endpoints"}
 }
 
 func ipv4(ips []string) []string {

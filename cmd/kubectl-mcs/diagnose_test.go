@@ -392,7 +392,7 @@ func TestDiagnoseAnswers(t *testing.T) {
 	}{
 		{"right", map[string][]string{native: {"10.13.0.50"}, set: {"10.13.0.50"}}, ""},
 		{"the local VIP", map[string][]string{native: {"10.13.0.7"}, set: {"10.13.0.50"}},
-			"it answers 10.13.0.7; it should be 10.13.0.50 (RemoteAndLocal answers the ServiceImport's VIP)"},
+			"it answers 10.13.0.7; it should be 10.13.0.50 (RemoteAndLocal answers the ServiceImport's VIP"},
 		{"none", map[string][]string{set: {"10.13.0.50"}}, "no answer: NXDOMAIN, 0 answers; it should be 10.13.0.50"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -406,6 +406,51 @@ func TestDiagnoseAnswers(t *testing.T) {
 				t.Errorf("right answers failed\n%s", listed(d))
 			case tc.problem != "" && (d.FirstBroken == nil || d.FirstBroken.Link != linkDNS || !strings.Contains(d.FirstBroken.Problem, tc.problem)):
 				t.Errorf("want the dns link broken, saying %q\n%s", tc.problem, listed(d))
+			}
+		})
+	}
+}
+
+// With every provider stale, a coredns-mcs that answers as the plugin does
+// (its tests: TestStaleClustersAllStale, TestLocalFirstPolicy) passes the
+// dns checks: a stale cluster is used only when nothing else is left, and
+// the local endpoints are something. Only the Lease link says member1 is
+// stale.
+func TestDiagnoseStaleProviderAnswers(t *testing.T) {
+	const native, set = "foo.demo.svc.cluster.local.", "foo.demo.svc.clusterset.local."
+	for _, tc := range []struct {
+		name   string
+		change func(s *scene)
+		native string
+	}{
+		{"RemoteAndLocal endpoints, local ready: L only", func(s *scene) { endpointsMode(s) }, "10.12.0.9"},
+		{"LocalFirst, below its minimum: the local VIP", func(s *scene) {
+			toLocalFirst(s)
+			s.import2.Annotations[api.AnnotationMinReadyEndpoints] = "2"
+		}, "10.13.0.7"},
+		{"LocalFirst endpoints, below its minimum: L", func(s *scene) {
+			toLocalFirst(s)
+			endpointsMode(s)
+			s.import2.Annotations[api.AnnotationMinReadyEndpoints] = "2"
+		}, "10.12.0.9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy(t)
+			staleProvider(s)
+			localPods(s, "10.12.0.9")
+			tc.change(s)
+			s.dnsServers = map[string]string{"member2": answers(t, map[string][]string{native: {tc.native}, set: {"10.13.0.50"}})}
+			d := s.diagnose(t)
+			if !hasLink(d, linkDNS) {
+				t.Fatalf("no dns check\n%s", listed(d))
+			}
+			for _, c := range d.Checks {
+				if c.Link == linkDNS && c.Verdict != verdictOK {
+					t.Errorf("a right answer failed: %s: %s\n%s", c.Name, c.Problem, listed(d))
+				}
+			}
+			if d.FirstBroken == nil || d.FirstBroken.Link != linkLease {
+				t.Errorf("want the lease link first broken\n%s", listed(d))
 			}
 		})
 	}
@@ -431,13 +476,47 @@ func TestExpectNative(t *testing.T) {
 			localPods(s, "10.12.0.9")
 			s.import2.Annotations[api.AnnotationMinReadyEndpoints] = "2"
 		}, "10.10.0.5 10.10.0.6"},
-		{"LocalFirst, nothing ready", func(s *scene) { toLocalFirst(s); localPods(s); s.imported2.Endpoints = nil }, "skip"},
+		// As the plugin's table: with nothing ready, VIP_local, and in
+		// endpoints mode the next plugin.
+		{"LocalFirst, nothing ready: the local VIP", func(s *scene) { toLocalFirst(s); localPods(s); s.imported2.Endpoints = nil }, "10.13.0.7"},
+		{"LocalFirst endpoints, nothing ready", func(s *scene) { toLocalFirst(s); endpointsMode(s); localPods(s); s.imported2.Endpoints = nil }, "skip"},
 		{"no strategy", func(s *scene) { delete(s.import2.Annotations, api.AnnotationStrategy) }, "skip"},
-		{"a stale provider among fresh ones", func(s *scene) {
+		// A stale cluster is used only when nothing else is left: with L
+		// ready, the plugin answers L alone (plugin/mcs/README.md, "Stale
+		// clusters").
+		{"RemoteAndLocal endpoints, every provider stale, local ready: L only", func(s *scene) {
 			endpointsMode(s)
-			s.lease2.Spec.RenewTime.Time = now.Add(-time.Hour)
-			localPods(s, "10.12.0.9") // only remote endpoints are dropped when stale, L stays
-		}, "10.10.0.5 10.10.0.6 10.12.0.9"},
+			staleProvider(s)
+			localPods(s, "10.12.0.9")
+		}, "10.12.0.9"},
+		{"RemoteAndLocal endpoints, every provider stale, none local: the stale", func(s *scene) {
+			endpointsMode(s)
+			staleProvider(s)
+		}, "10.10.0.5 10.10.0.6"},
+		{"LocalFirst endpoints, 2 needed, 1 ready, every provider stale: L", func(s *scene) {
+			toLocalFirst(s)
+			endpointsMode(s)
+			localPods(s, "10.12.0.9")
+			s.import2.Annotations[api.AnnotationMinReadyEndpoints] = "2"
+			staleProvider(s)
+		}, "10.12.0.9"},
+		{"LocalFirst, 2 needed, 1 ready, every provider stale: the local VIP", func(s *scene) {
+			toLocalFirst(s)
+			localPods(s, "10.12.0.9")
+			s.import2.Annotations[api.AnnotationMinReadyEndpoints] = "2"
+			staleProvider(s)
+		}, "10.13.0.7"},
+		{"LocalFirst endpoints, none local, every provider stale: the stale", func(s *scene) {
+			toLocalFirst(s)
+			endpointsMode(s)
+			localPods(s)
+			staleProvider(s)
+		}, "10.10.0.5 10.10.0.6"},
+		{"LocalFirst endpoints, order: the first listed with endpoints", func(s *scene) {
+			toLocalFirst(s)
+			endpointsMode(s)
+			s.import2.Annotations[api.AnnotationFailoverOrder] = "member9,member1"
+		}, "10.10.0.5 10.10.0.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthy(t)
@@ -459,7 +538,14 @@ func endpointsMode(s *scene) {
 	s.corefile2.Data["Corefile"] = strings.Replace(s.corefile2.Data["Corefile"], "cluster member2", "cluster member2\n       answer endpoints", 1)
 }
 
-func toLocalFirst(s *scene) { s.import2.Annotations[api.AnnotationStrategy] = "LocalFirst" }
+func toLocalFirst(s *scene) {
+	s.mcsvc.Spec.Strategy = api.LocalFirst
+	s.import2.Annotations[api.AnnotationStrategy] = string(api.LocalFirst)
+}
+
+// staleProvider lets member1's Lease in member2 expire: member1 is then
+// member2's only provider, and stale.
+func staleProvider(s *scene) { s.lease2.Spec.RenewTime.Time = now.Add(-time.Hour) }
 
 // localPods gives member2 a Service foo of its own with ready pods at ips.
 func localPods(s *scene, ips ...string) {

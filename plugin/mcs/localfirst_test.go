@@ -1,9 +1,7 @@
 package mcs
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -103,39 +101,5 @@ func TestLocalFirstPolicy(t *testing.T) {
 				t.Fatalf("%+v: want NOERROR %v, got %v\n%s", row.p, row.want, got, resp)
 			}
 		})
-	}
-}
-
-// preferred keeps the slices of one cluster in a long sorted list, whatever
-// its place, and the unlisted ones in their order.
-func TestPreferred(t *testing.T) {
-	var ss []*endpointSlice
-	for i := range 9 {
-		for j := range 2 {
-			ss = append(ss, &endpointSlice{cluster: fmt.Sprintf("c%d", i), objMeta: newMeta("", fmt.Sprint(j), "")})
-		}
-	}
-	names := func(ss []*endpointSlice) string {
-		var out []string
-		for _, s := range ss {
-			out = append(out, s.cluster+"/"+s.name())
-		}
-		return strings.Join(out, " ")
-	}
-	for order, want := range map[string]string{
-		"c0":       "c0/0 c0/1",
-		"c8":       "c8/0 c8/1",
-		"x,c4,c0":  "c4/0 c4/1",
-		"c1,c2,c3": "c1/0 c1/1",
-	} {
-		if got := names(preferred(ss, strings.Split(order, ","))); got != want {
-			t.Errorf("order %s: %s, want %s", order, got, want)
-		}
-	}
-	if got := names(preferred(ss[:6], []string{"x"})); got != names(ss[:6]) {
-		t.Errorf("no listed cluster present: %s", got)
-	}
-	if got := names(preferred(ss[:4], []string{"c0"})); got != "c0/0 c0/1" {
-		t.Errorf("%s", got)
 	}
 }

@@ -29,22 +29,12 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		}
 		return w, 0, nil
 	}
-	host, mode := "", m.cfg.answer
+	host := ""
 	if q.name.shape == shapeEndpoint {
-		// An endpoint's own name answers that endpoint, never a VIP, whatever
-		// the service's type: so does the kubernetes plugin.
-		host, mode = q.name.host, answerEndpoints
+		host = q.name.host
 	}
 	split := func() candidates { return v.split(m.idx, host, time.Now()) }
-	var (
-		c  choice
-		ok bool
-	)
-	if host != "" {
-		c, ok = own(v, mode, split())
-	} else {
-		c, ok = decide(v, mode, split)
-	}
+	c, ok := choose(v, m.cfg.answer, host != "", split)
 	if !ok {
 		return w, 0, nil
 	}

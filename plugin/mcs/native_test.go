@@ -181,6 +181,22 @@ func TestStaleClusters(t *testing.T) {
 	}
 }
 
+// A stale cluster is used only when nothing else is left, and ready local
+// endpoints are something: under RemoteAndLocal with every provider stale,
+// L answers alone.
+func TestStaleClustersAllStale(t *testing.T) {
+	cfg := baseConfig()
+	cfg.answer = answerEndpoints
+	f := newFixture(t, cfg,
+		importObj("demo", "serve", nil, nil, withStrategy(string(api.RemoteAndLocal))),
+		localSlice("demo", "serve", "a", nil, readyLocal...),
+		importedSlice("demo", "serve", "member2", "b", nil, readyRemote...),
+		leaseObj("member2", time.Now().Add(-time.Hour), 30))
+	if got := addresses(f.query(serveName, dns.TypeA)); !slices.Equal(got, []string{localIP}) {
+		t.Fatalf("want L alone, got %v", got)
+	}
+}
+
 func TestStaleUsedWhenNothingElse(t *testing.T) {
 	cfg := baseConfig()
 	cfg.answer = answerEndpoints

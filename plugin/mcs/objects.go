@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"iter"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 	"unique"
@@ -18,6 +17,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/plugin/mcs/decide"
 )
 
 // The informers store these small immutable structs instead of API objects:
@@ -138,12 +138,8 @@ type serviceImport struct {
 	headless bool
 	ips      []net.IP
 	ports    portList
-	strategy api.Strategy // from the annotation; "" when absent or not a api.Strategy
-	// LocalFirst's policy, from its annotations: the fewest ready local
-	// endpoints that answer (0: the default, 1), and the clusters that take
-	// over in order.
-	minReady int
-	failover []string
+	strategy api.Strategy  // from the annotation; "" when absent or not a api.Strategy
+	policy   decide.Policy // LocalFirst's, from its annotations
 }
 
 type endpointSlice struct {
@@ -215,15 +211,7 @@ func toService(s *corev1.Service) *service {
 
 func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports portList) *serviceImport {
 	s, _ := api.ParseStrategy(m.Annotations[api.AnnotationStrategy])
-	imp := &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s}
-	// A value that does not parse is left out: the default applies.
-	if n, err := strconv.Atoi(m.Annotations[api.AnnotationMinReadyEndpoints]); err == nil && n >= 1 {
-		imp.minReady = n
-	}
-	if order := m.Annotations[api.AnnotationFailoverOrder]; order != "" {
-		imp.failover = strings.Split(order, ",")
-	}
-	return imp
+	return &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s, policy: decide.PolicyOf(m.Annotations)}
 }
 
 func betaPorts(ps []mcsv1b1.ServicePort) portList {

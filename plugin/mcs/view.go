@@ -82,9 +82,6 @@ func (v *view) native() bool { return v != nil && v.strategy != "" }
 
 func (v *view) hasLocalVIP() bool { return v.svc != nil && len(v.svc.ips) > 0 }
 
-// minReady is the fewest ready local endpoints that answer under
-// LocalFirst.
-func (v *view) minReady() int   { return max(v.imp.minReady, 1) }
 func (v *view) hasSetVIP() bool { return v.imp != nil && len(v.imp.ips) > 0 }
 
 // headless follows the import's type: it is what the MultiClusterService
