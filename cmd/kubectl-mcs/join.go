@@ -92,9 +92,7 @@ func (o *writeOptions) dryRunAll() ([]string, error) {
 
 // hubConfig reaches the hub, from the same kubeconfig.
 func (o *hubOptions) hubConfig() (*rest.Config, error) {
-	hub := genericclioptions.NewConfigFlags(false)
-	hub.KubeConfig, hub.Context = o.flags.KubeConfig, &o.hubContext
-	cfg, err := hub.ToRESTConfig()
+	cfg, err := o.contextFlags(o.hubContext).ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("the hub (--hub-context %q): %w", o.hubContext, err)
 	}
