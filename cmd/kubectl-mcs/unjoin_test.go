@@ -199,6 +199,15 @@ var (
 		"member3 list services app.kubernetes.io/managed-by=mcs-controller.coredns-mcs.io",
 		"member3 list serviceimports",
 	}
+	// unjoin's own clean-up of what the controller left, a user's import
+	// emptied.
+	selfClean = []string{
+		"member3 delete endpointslices demo/imported-member1-foo-x",
+		"member3 delete services demo/derived-foo",
+		"member3 update serviceimports demo/bar",
+		"member3 update serviceimports/status demo/bar",
+		"member3 delete serviceimports demo/foo",
+	}
 	listLeases   = "member3 list leases mcs-system app.kubernetes.io/managed-by=mcs-controller.coredns-mcs.io"
 	deleteLeases = []string{
 		"member3 delete leases mcs-system/source-member1",
@@ -234,13 +243,7 @@ func TestUnjoinCleansWhatTheControllerLeft(t *testing.T) {
 	if err := f.unjoin("member3").run(t.Context()); err != nil {
 		t.Fatalf("unjoin: %v\n%s", err, f.out.String())
 	}
-	want := slices.Concat(unjoinStart, listControllers, listControllers, listControllers, []string{listLeases,
-		"member3 delete endpointslices demo/imported-member1-foo-x",
-		"member3 delete services demo/derived-foo",
-		"member3 update serviceimports demo/bar",
-		"member3 update serviceimports/status demo/bar",
-		"member3 delete serviceimports demo/foo",
-	}, deleteLeases, unjoinEnd)
+	want := slices.Concat(unjoinStart, listControllers, listControllers, listControllers, []string{listLeases}, selfClean, deleteLeases, unjoinEnd)
 	f.requests(t, want)
 	if got := f.clock.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); got != 4*time.Second {
 		t.Errorf("unjoin waited %s, want the 4s of --timeout", got)
@@ -292,6 +295,22 @@ func TestUnjoinWaitsForTheController(t *testing.T) {
 	f.userObjectsKept(t)
 	if !strings.Contains(f.out.String(), "mcs-controller had cleaned the member") {
 		t.Errorf("unjoin said:\n%s", f.out.String())
+	}
+}
+
+// A member no Secret registers has nobody to clean it: unjoin waits for
+// nothing and cleans it at once.
+func TestUnjoinUnregistered(t *testing.T) {
+	f := newFleet(t)
+	if err := f.hub.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("secrets"), f.ns, "member3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.unjoin("member3").run(t.Context()); err != nil {
+		t.Fatalf("unjoin: %v\n%s", err, f.out.String())
+	}
+	f.requests(t, slices.Concat(unjoinStart[:3], listControllers, []string{listLeases}, selfClean, deleteLeases, unjoinEnd))
+	if !f.clock.Now().Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("unjoin waited until %s, want no wait", f.clock.Now())
 	}
 }
 
