@@ -124,8 +124,9 @@ func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
 		Short: "Register a member cluster with mcs-controller, or renew its token",
 		Long: `join makes member cluster CLUSTER known to mcs-controller:
   - in the member (--context, or --member-context CLUSTER=CONTEXT; never the current context, and
-    never a context that reaches the hub's API server, which join refuses): namespace mcs-system, the ServiceAccount mcs-controller, its RBAC and
-    the admission policy that bounds what it may write, exactly deploy/member's manifests;
+    never a context that reaches the hub's API server, which join refuses): namespace mcs-system,
+    the ServiceAccount mcs-controller, its RBAC and the admission policy that bounds what it may
+    write, exactly deploy/member's manifests;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
   - on the hub (--hub-context), in the controller's namespace (--controller-namespace, default
     mcs-system): the Secret
