@@ -114,21 +114,10 @@ func importReady(name string, plan *desired.Plan, derived *corev1.Service, deriv
 // the strategy annotation if the controller added it. The type and ports
 // stay. An import the controller never filled is not touched.
 func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
-	filled, ok := imp.Annotations[api.AnnotationFilled]
-	if !ok {
+	if _, ok := imp.Annotations[api.AnnotationFilled]; !ok {
 		return nil
 	}
-	_, err := w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) {
-		i.Spec.IPs, i.Spec.IPFamilies = nil, nil
-		i.Annotations = maps.Clone(i.Annotations)
-		delete(i.Annotations, api.AnnotationFilled)
-		if filled == api.FilledStrategy {
-			dropNative(i.Annotations)
-		}
-	}, func(i *mcsv1b1.ServiceImport) {
-		i.Status.Clusters, i.Status.EndpointSliceObjects = nil, ""
-		meta.RemoveStatusCondition(&i.Status.Conditions, string(mcsv1b1.ServiceImportConditionReady))
-	})
+	_, err := w.updateImport(ctx, imp, desired.EmptyImport, desired.EmptyImportStatus)
 	return err
 }
 
@@ -180,13 +169,6 @@ func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	}
 }
 
-// dropNative deletes the annotations that turn native names on.
-func dropNative(annotations map[string]string) {
-	for _, k := range api.NativeAnnotations {
-		delete(annotations, k)
-	}
-}
-
 // setOthersImportMeta sets the strategy annotation (and LocalFirst's
 // policy) on another's import, and notes that the controller filled it in,
 // and whether it added the strategy; the labels and other annotations are
@@ -200,11 +182,11 @@ func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	}
 	switch {
 	case plan.Native != nil:
-		dropNative(imp.Annotations)
+		desired.DropNative(imp.Annotations)
 		maps.Copy(imp.Annotations, plan.Native)
 		added = added || !had
 	case added:
-		dropNative(imp.Annotations)
+		desired.DropNative(imp.Annotations)
 		added = false
 	}
 	imp.Annotations[api.AnnotationFilled] = api.FilledSpec

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -20,6 +21,7 @@ import (
 // memberClients reach the member (--context) with any object of a manifest.
 type memberClients struct {
 	cfg    *rest.Config
+	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
 }
@@ -29,6 +31,10 @@ func memberOf(flags *genericclioptions.ConfigFlags) (*memberClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the member (--context): %w", err)
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -37,7 +43,7 @@ func memberOf(flags *genericclioptions.ConfigFlags) (*memberClients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memberClients{cfg: cfg, dyn: dyn, mapper: mapper}, nil
+	return &memberClients{cfg: cfg, kube: kube, dyn: dyn, mapper: mapper}, nil
 }
 
 // each calls f with every object of doc and its resource's client, in its

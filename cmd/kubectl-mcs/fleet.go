@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	mcsclientset "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -121,11 +120,8 @@ func fleetService(m *v1alpha1.MultiClusterService) FleetService {
 
 // fleetMember asks member, through its context, for its version.
 func fleetMember(o *hubOptions, cluster string) FleetMember {
-	c := genericclioptions.NewConfigFlags(false)
-	kctx := o.contextOf(cluster)
-	c.KubeConfig, c.Context = o.flags.KubeConfig, &kctx
 	out := FleetMember{Cluster: cluster}
-	dc, err := c.ToDiscoveryClient()
+	dc, err := o.contextFlags(o.contextOf(cluster)).ToDiscoveryClient()
 	if err == nil {
 		dc.Invalidate()
 		v, verr := dc.ServerVersion()

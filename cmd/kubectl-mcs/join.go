@@ -21,7 +21,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -71,6 +70,7 @@ func noNamespace(cmd *cobra.Command) error {
 // writeOptions are those of the subcommands that write.
 type writeOptions struct {
 	hubOptions
+	verb   string // join or unjoin, as errors name it
 	dryRun string
 }
 
@@ -92,9 +92,7 @@ func (o *writeOptions) dryRunAll() ([]string, error) {
 
 // hubConfig reaches the hub, from the same kubeconfig.
 func (o *hubOptions) hubConfig() (*rest.Config, error) {
-	hub := genericclioptions.NewConfigFlags(false)
-	hub.KubeConfig, hub.Context = o.flags.KubeConfig, &o.hubContext
-	cfg, err := hub.ToRESTConfig()
+	cfg, err := o.contextFlags(o.hubContext).ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("the hub (--hub-context %q): %w", o.hubContext, err)
 	}
@@ -120,13 +118,15 @@ type joinOptions struct {
 }
 
 func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &joinOptions{writeOptions: writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
+	o := &joinOptions{writeOptions: writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}, verb: "join"}}
 	cmd := &cobra.Command{
 		Use:   "join CLUSTER --context MEMBER|--member-context CLUSTER=MEMBER [--hub-context HUB] [--controller-namespace NAMESPACE]",
 		Short: "Register a member cluster with mcs-controller, or renew its token",
 		Long: `join makes member cluster CLUSTER known to mcs-controller:
-  - in the member (--context): namespace mcs-system, the ServiceAccount mcs-controller, its RBAC and
-    the admission policy that bounds what it may write, exactly deploy/member's manifests;
+  - in the member (--context, or --member-context CLUSTER=CONTEXT; never the current context, and
+    never a context that reaches the hub's API server, which join refuses): namespace mcs-system,
+    the ServiceAccount mcs-controller, its RBAC and the admission policy that bounds what it may
+    write, exactly deploy/member's manifests;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
   - on the hub (--hub-context), in the controller's namespace (--controller-namespace, default
     mcs-system): the Secret
@@ -158,7 +158,7 @@ controller takes the new Secret up without a restart.`,
 }
 
 func (o *joinOptions) run(ctx context.Context, cluster string) error {
-	if err := o.memberContext(cluster); err != nil {
+	if err := o.member(cluster); err != nil {
 		return err
 	}
 	if err := o.validate(cluster); err != nil {
@@ -168,7 +168,7 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	m, err := memberOf(o.flags)
+	hub, m, err := o.clusters(ctx)
 	if err != nil {
 		return err
 	}
@@ -182,10 +182,6 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 		return err
 	}
 	kubeconfig, err := o.kubeconfig(cluster, token.Status.Token)
-	if err != nil {
-		return err
-	}
-	hub, err := o.hub()
 	if err != nil {
 		return err
 	}
@@ -207,11 +203,7 @@ func (o *joinOptions) token(ctx context.Context, m *memberClients, dryRun []stri
 	if dryRun != nil {
 		return &authenticationv1.TokenRequest{}, nil
 	}
-	kube, err := kubernetes.NewForConfig(m.cfg)
-	if err != nil {
-		return nil, err
-	}
-	token, err := kube.CoreV1().ServiceAccounts(memberNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+	token, err := m.kube.CoreV1().ServiceAccounts(memberNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.duration.Seconds()))},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -220,26 +212,26 @@ func (o *joinOptions) token(ctx context.Context, m *memberClients, dryRun []stri
 	return token, nil
 }
 
-// memberContext makes --member-context's mapping of cluster the member's
-// --context, so that one set of flags reaches the same member in join,
-// status and diagnose.
-func (o *joinOptions) memberContext(cluster string) error {
+// member names the member's kubeconfig context: --context, or
+// --member-context's mapping of cluster (so that one set of flags reaches
+// the same member in join, unjoin, status and diagnose). There is no
+// default: the current context is often the hub's, and what join and
+// unjoin write into a member must never land there.
+func (o *writeOptions) member(cluster string) error {
 	mapped, ok := o.memberContexts[cluster]
 	given := ptr.Deref(o.flags.Context, "")
 	switch {
-	case !ok:
-	case given == "":
-		o.flags.Context = &mapped
-	case given != mapped:
+	case ok && given != "" && given != mapped:
 		return fmt.Errorf("--context %s and --member-context %s=%s name two contexts for the member", given, cluster, mapped)
+	case ok:
+		o.flags.Context = &mapped
+	case given == "":
+		return fmt.Errorf("--context (or --member-context %s=CONTEXT) names the member's kubeconfig context: kubectl mcs %s writes into the member, and the current context may be the hub", cluster, o.verb)
 	}
 	return nil
 }
 
 func (o *joinOptions) validate(cluster string) error {
-	if ptr.Deref(o.flags.Context, "") == "" {
-		return errors.New("--context (or --member-context CLUSTER=CONTEXT) names the member's kubeconfig context")
-	}
 	if o.duration < 10*time.Minute {
 		return fmt.Errorf("--duration %s: at least 10m (the API server refuses shorter tokens)", o.duration)
 	}
@@ -329,78 +321,6 @@ func (o *joinOptions) saveSecret(ctx context.Context, hub kubernetes.Interface, 
 		return fmt.Errorf("the hub: Secret %s/%s: %w", secret.Namespace, cluster, err)
 	}
 	return nil
-}
-
-type unjoinOptions struct{ writeOptions }
-
-func newUnjoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &unjoinOptions{writeOptions{hubOptions: hubOptions{flags: flags, streams: streams}}}
-	cmd := &cobra.Command{
-		Use:   "unjoin CLUSTER --context MEMBER [--hub-context HUB] [--controller-namespace NAMESPACE]",
-		Short: "Take a member cluster's registration back",
-		Long: `unjoin reverses join: it deletes the hub's Secret CLUSTER (the controller stops syncing the member
-at once), then the ServiceAccount mcs-controller and its RBAC in the member (--context), which
-revokes every token join made. Namespace mcs-system stays: CoreDNS's Leases live there.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := noNamespace(cmd); err != nil {
-				return err
-			}
-			return o.run(cmd.Context(), args[0])
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
-}
-
-func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
-	if err := validClusterName(cluster); err != nil {
-		return err
-	}
-	dryRun, err := o.dryRunAll()
-	if err != nil {
-		return err
-	}
-	hub, err := o.hub()
-	if err != nil {
-		return err
-	}
-	ns := o.controllerNamespace
-	s, err := hub.CoreV1().Secrets(ns).Get(ctx, cluster, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("the hub: %w", err)
-	case s.Labels[api.LabelCluster] != cluster:
-		return fmt.Errorf("the hub's Secret %s/%s does not register member %s (label %s is %q): left alone", ns, cluster, cluster, api.LabelCluster, s.Labels[api.LabelCluster])
-	default:
-		if err := hub.CoreV1().Secrets(ns).Delete(ctx, cluster, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}, DryRun: dryRun}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the hub: %w", err)
-		}
-	}
-	if err := o.removeAccess(ctx, dryRun); err != nil {
-		return fmt.Errorf("the member: %w", err)
-	}
-	if dryRun != nil {
-		fmt.Fprintf(o.streams.Out, "%s would unjoin: the member and the hub accept every delete (dry run)\n", cluster)
-		return nil
-	}
-	fmt.Fprintf(o.streams.Out, "%s unjoined: Secret %s/%s deleted on the hub, the controller's account deleted in the member\n", cluster, ns, cluster)
-	return nil
-}
-
-// removeAccess deletes deploy/member's controller RBAC in the member.
-func (o *unjoinOptions) removeAccess(ctx context.Context, dryRun []string) error {
-	m, err := memberOf(o.flags)
-	if err != nil {
-		return err
-	}
-	return m.each(member.ControllerRBAC, func(r dynamic.ResourceInterface, u *unstructured.Unstructured) error {
-		if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{DryRun: dryRun}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		return nil
-	})
 }
 
 // decode splits a multi-document manifest into objects.

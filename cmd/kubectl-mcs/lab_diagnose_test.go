@@ -46,7 +46,8 @@ func TestDiagnose(t *testing.T) {
 	for _, m := range []string{labtest.Member1, labtest.Member2} {
 		joinLab(t, m, ctl)
 		t.Cleanup(func() {
-			_, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl)
+			// The controller has stopped by then: nothing to wait for.
+			_, _ = kubectlMCS(t, "unjoin", m, "--context", m, "--hub-context", labtest.Hub, "--controller-namespace", ctl, "--timeout", "0s")
 		})
 	}
 	corefile(t, labtest.Member2, labtest.Member2)

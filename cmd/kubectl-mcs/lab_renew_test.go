@@ -38,7 +38,8 @@ func TestControllerRenewsCredentials(t *testing.T) {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		_, _ = kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl)
+		// The controller has stopped by then: nothing to wait for.
+		_, _ = kubectlMCS(t, "unjoin", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl, "--timeout", "0s")
 	})
 	first := memberToken(t, ctl)
 	deletes := watchImportedDeletes(t, apps)

@@ -60,7 +60,8 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // newRoot is kubectl mcs with its subcommands. The kubeconfig flags are
 // kubectl's: --context names the member in join and unjoin, -n the
-// service's namespace in status and diagnose (join and unjoin refuse it).
+// service's namespace in status and diagnose (join and unjoin refuse it);
+// every other one reaches every cluster a command does, the hub's too.
 func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{

@@ -28,14 +28,26 @@ func (o *hubOptions) contextOf(cluster string) string {
 // memberConfig reaches member cluster through its context, from the same
 // kubeconfig as every other cluster.
 func (o *hubOptions) memberConfig(cluster string) (*rest.Config, error) {
-	c := genericclioptions.NewConfigFlags(false)
 	kctx := o.contextOf(cluster)
-	c.KubeConfig, c.Context = o.flags.KubeConfig, &kctx
-	cfg, err := c.ToRESTConfig()
+	cfg, err := o.contextFlags(kctx).ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("no usable kubeconfig context %q for member %s: %w", kctx, cluster, err)
 	}
 	return cfg, nil
+}
+
+// contextFlags are kubectl's flags with kctx in place of --context: every
+// other one (--kubeconfig, --as, --token, --request-timeout, ...) applies to
+// every cluster a command reaches, the hub's and the members', as it would
+// to each if kubectl were run against it.
+func (o *hubOptions) contextFlags(kctx string) *genericclioptions.ConfigFlags {
+	g, c := o.flags, genericclioptions.NewConfigFlags(false)
+	c.CacheDir, c.KubeConfig, c.ClusterName, c.AuthInfoName = g.CacheDir, g.KubeConfig, g.ClusterName, g.AuthInfoName
+	c.APIServer, c.TLSServerName, c.Insecure, c.CertFile, c.KeyFile, c.CAFile = g.APIServer, g.TLSServerName, g.Insecure, g.CertFile, g.KeyFile, g.CAFile
+	c.BearerToken, c.Impersonate, c.ImpersonateUID, c.ImpersonateGroup, c.ImpersonateUserExtra = g.BearerToken, g.Impersonate, g.ImpersonateUID, g.ImpersonateGroup, g.ImpersonateUserExtra
+	c.Username, c.Password, c.Timeout, c.DisableCompression, c.ProxyURL = g.Username, g.Password, g.Timeout, g.DisableCompression, g.ProxyURL
+	c.Context = &kctx
+	return c
 }
 
 // contextHint is how a fix names the member's context in a command.
