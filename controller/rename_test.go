@@ -41,8 +41,8 @@ func kubeSystem(uid string) *corev1.Namespace {
 // A member renamed by relabelling its Secret hands its cluster over to
 // the new name: the old name writes nothing more there and is let go once
 // the new one has synced, and in every consumer the service keeps its
-// import and VIP; only the old name's slice is replaced by the new
-// name's. Nothing else is deleted anywhere.
+// import, VIP and endpoints throughout; only the old name's slice is
+// replaced by the new name's. Nothing else is deleted anywhere.
 func TestRenameHandsTheClusterOver(t *testing.T) {
 	w := joinedWorld()
 	w[m1] = append(w[m1], kubeSystem("uid-of-member1"))
@@ -71,6 +71,9 @@ func TestRenameHandsTheClusterOver(t *testing.T) {
 			for _, a := range actions {
 				all = append(all, cluster+": "+describe(a))
 			}
+		}
+		if !f.sliceExists(m2, "imported-member1-serve-1") && !f.sliceExists(m2, "imported-member9-serve-1") {
+			t.Errorf("member2 holds neither name's slice of serve after %v", all)
 		}
 		return !registered(f, m1) && registered(f, "member9") && f.sliceExists(m2, "imported-member9-serve-1") && !f.sliceExists(m2, "imported-member1-serve-1"), nil
 	})

@@ -165,9 +165,10 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	for _, m := range c.opts.Members.List() {
 		c.registered.Store(m.Name, true)
 		if m.Retiring() {
-			// It takes part in nothing: applying the plan cleans it. Renamed,
-			// its slices stay until its successor provides in its place.
-			if succ, _ := c.successor(m); succ != nil && !succ.Synced() {
+			// It takes part in nothing: applying the plan cleans it. Renamed
+			// (or while that cannot be told yet), its slices stay until its
+			// successor provides in its place (rename.go).
+			if succ, pending := c.successor(m); pending || succ != nil && !succ.Synced() {
 				present[m.Name] = true
 				in.Members[m.Name] = desired.Member{}
 			}
