@@ -114,7 +114,8 @@ func TestRegisteredAnewKeepsItsImports(t *testing.T) {
 	noDeletes(t, "once it answers", f.sync("demo/serve"))
 	imported()
 
-	// Healthy, but its server moved: registered anew at once.
+	// Healthy, but its server moved: registered anew once the new server
+	// answers and lists (members/candidate.go).
 	f.rejoin(joined(m1, "https://member1.other:6443", "third"))
 	noDeletes(t, "right after it was registered anew", f.sync("demo/serve"))
 	imported()
