@@ -24,6 +24,9 @@ func (m *MCS) serveClusterset(q *query) (dns.ResponseWriter, int, error) {
 	case shapeTooLong:
 		return m.nxdomain(q)
 	}
+	if !q.name.possible() { // no object has such a name, before sync or after
+		return m.nxdomain(q)
+	}
 	if !m.watcher.ready.Load() {
 		return m.servfail(q)
 	}

@@ -69,6 +69,19 @@ func (k kubePeer) standsIn(namespace, name string) (headless, ok bool) {
 	return svcs[0].Headless(), true
 }
 
+// mayImport reports whether namespace/name may be an imported service, or
+// its derived-<svc> Service, as far as the kubernetes plugin knows before
+// mcs does: it holds the derived-<svc> Service the controller writes for
+// every import (or, for a derived name, that Service). Without a
+// kubernetes plugin anything may be.
+func (k kubePeer) mayImport(namespace, name string) bool {
+	if k.api == nil {
+		return true
+	}
+	held := func(svc string) bool { return len(k.api.SvcIndex(object.ServiceKey(svc, namespace))) > 0 }
+	return held(api.DerivedPrefix+name) || strings.HasPrefix(name, api.DerivedPrefix) && held(name)
+}
+
 // derivedView is the imported service whose derived-<svc> Service q names,
 // or nil.
 func (m *MCS) derivedView(q *query) *view {
