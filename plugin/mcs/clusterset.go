@@ -24,10 +24,10 @@ func (m *MCS) serveClusterset(q *query) (dns.ResponseWriter, int, error) {
 	case shapeTooLong:
 		return m.nxdomain(q)
 	}
-	if !q.name.possible() { // no object has such a name, before sync or after
-		return m.nxdomain(q)
-	}
 	if !m.watcher.ready.Load() {
+		if !q.name.possible() { // no object has such a name: NXDOMAIN, as once synced
+			return m.nxdomain(q)
+		}
 		return m.servfail(q)
 	}
 	if q.name.shape == shapeNamespace {

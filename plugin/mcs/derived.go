@@ -61,7 +61,7 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 // fallthrough by which its handler passes the rest on.
 func reverseOf(k *kubernetes.Kubernetes) func(context.Context, request.Request) []msg.Service {
 	return func(ctx context.Context, state request.Request) []msg.Service {
-		if plugin.Zones(k.Zones).Matches(state.Name()) == "" {
+		if k.APIConn == nil || plugin.Zones(k.Zones).Matches(state.Name()) == "" {
 			return nil
 		}
 		svcs, _ := k.Reverse(ctx, state, false, plugin.Options{})
