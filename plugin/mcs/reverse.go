@@ -16,8 +16,8 @@ import (
 //
 //   - the kubernetes plugin's name for a local object at the address (a pod,
 //     a Service): a member's slice may claim any address, and the
-//     specification wants no further record for an address the cluster-local
-//     schema names;
+//     specification requires no further record for an address the
+//     cluster-local schema names;
 //   - else the clusterset name of an endpoint imported from another cluster;
 //   - else the name the kubernetes plugin gives an imported endpoint under its
 //     derived-<svc> Service (derived.go), which mcs answers whether or not it
