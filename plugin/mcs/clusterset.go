@@ -25,6 +25,9 @@ func (m *MCS) serveClusterset(q *query) (dns.ResponseWriter, int, error) {
 		return m.nxdomain(q)
 	}
 	if !m.watcher.ready.Load() {
+		if !q.name.possible() { // no object has such a name: NXDOMAIN, as once synced
+			return m.nxdomain(q)
+		}
 		return m.servfail(q)
 	}
 	if q.name.shape == shapeNamespace {

@@ -1,11 +1,13 @@
 package mcs
 
 import (
+	"context"
 	"math"
 	"net"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -36,6 +38,7 @@ type kubePeer struct {
 		SvcIndex(key string) []*object.Service
 		EpIndex(key string) []*object.Endpoints
 	}
+	reverse func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
 }
 
 // kubePeerOf finds the kubernetes plugin among handlers.
@@ -47,11 +50,41 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		}
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn}
+				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn, reverse: reverseOf(k)}
 			}
 		}
 	}
 	return kubePeer{}
+}
+
+// reverseOf is k's PTR lookup of the names in its zones, without the
+// fallthrough by which its handler passes the rest on.
+func reverseOf(k *kubernetes.Kubernetes) func(context.Context, request.Request) []msg.Service {
+	return func(ctx context.Context, state request.Request) []msg.Service {
+		if k.APIConn == nil || plugin.Zones(k.Zones).Matches(state.Name()) == "" {
+			return nil
+		}
+		svcs, _ := k.Reverse(ctx, state, false, plugin.Options{})
+		return svcs
+	}
+}
+
+// localPTR is the kubernetes plugin's name for a local object (a pod, a
+// Service) at the address of the reverse name of state, the first in
+// order when it names several, or "". Its names for imported endpoints,
+// under their derived-<svc> Services, are no local object's.
+func (k kubePeer) localPTR(ctx context.Context, state request.Request) string {
+	if k.reverse == nil {
+		return ""
+	}
+	local := ""
+	for _, s := range k.reverse(ctx, state) {
+		name := dns.Fqdn(strings.ToLower(s.Host))
+		if !derivedName(name) && (local == "" || name < local) {
+			local = name
+		}
+	}
+	return local
 }
 
 // standsIn reports whether mcs answers for the kubernetes plugin the names
@@ -67,6 +100,19 @@ func (k kubePeer) standsIn(namespace, name string) (headless, ok bool) {
 		return false, false
 	}
 	return svcs[0].Headless(), true
+}
+
+// mayImport reports whether namespace/name may be an imported service, or
+// its derived-<svc> Service, as far as the kubernetes plugin knows before
+// mcs does: it holds the derived-<svc> Service the controller writes for
+// every import (or, for a derived name, that Service). Without a
+// kubernetes plugin anything may be.
+func (k kubePeer) mayImport(namespace, name string) bool {
+	if k.api == nil {
+		return true
+	}
+	held := func(svc string) bool { return len(k.api.SvcIndex(object.ServiceKey(svc, namespace))) > 0 }
+	return held(api.DerivedPrefix+name) || strings.HasPrefix(name, api.DerivedPrefix) && held(name)
 }
 
 // derivedView is the imported service whose derived-<svc> Service q names,

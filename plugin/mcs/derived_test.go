@@ -114,7 +114,7 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 		behind(kubeAll)
 		before := derivedAnswers()
 		withAll := serve(t, f.m, q.name, q.qtype)
-		if n := derivedAnswers() - before; n != 0 {
+		if n := derivedAnswers() - before; n != 0 && q.qtype != dns.TypePTR { // one PTR per address: mcs answers every imported one
 			t.Errorf("%s %s: mcs answered a derived name the kubernetes plugin reads the slices of", q.name, dns.TypeToString[q.qtype])
 		}
 		behind(kubeSelected)
@@ -148,9 +148,12 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 			test.A("web-0.derived-web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
 			test.A("web-0.derived-web.demo.svc.cluster.local. 5 IN A 10.3.0.5"),
 		}},
-		{Qname: ptrName(t, "10.1.0.7"), Qtype: dns.TypePTR, Answer: []dns.RR{
-			test.PTR(ptrName(t, "10.1.0.7") + " 5 IN PTR web-1.derived-web.demo.svc.cluster.local."),
+		// One PTR per address: the local pod's name, not its imported copy's.
+		{Qname: ptrName(t, "10.1.0.7"), Qtype: dns.TypePTR, Authoritative: true, Answer: []dns.RR{
 			test.PTR(ptrName(t, "10.1.0.7") + " 5 IN PTR web-1.web.demo.svc.cluster.local."),
+		}},
+		{Qname: ptrName(t, "10.1.0.9"), Qtype: dns.TypePTR, Authoritative: true, Answer: []dns.RR{
+			test.PTR(ptrName(t, "10.1.0.9") + " 5 IN PTR web-2.derived-web.demo.svc.cluster.local."),
 		}},
 	})
 }

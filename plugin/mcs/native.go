@@ -10,8 +10,8 @@ import (
 // serveNative answers the cluster.local names of multi-cluster-enabled
 // services. Every other name goes to the next plugin untouched, so the
 // kubernetes plugin's answer is what it would be without mcs. Before mcs
-// has synced every name goes on, and only an NXDOMAIN is changed: a broken
-// mcs must not break ordinary names.
+// has synced every name goes on, and only the NXDOMAIN of a name that may
+// be an import's is changed: a broken mcs must not break ordinary names.
 func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
 	switch q.name.shape {
@@ -20,7 +20,7 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
-		return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}, 0, nil
+		return m.unsynced(q), 0, nil
 	}
 	v := m.idx.view(q.name.namespace, q.name.service)
 	if !v.native() {
@@ -47,6 +47,23 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		localFallbacks.Inc()
 	}
 	return m.write(q, resp)
+}
+
+// unsynced is the writer the next plugin answers q through before mcs has
+// synced. Its NXDOMAIN becomes a SERVFAIL, which resolvers retry, only for
+// a name that may be an import's: one that can name an object at all, of
+// a service whose derived-<svc> Service the kubernetes plugin holds (the
+// controller writes one for every import; without a kubernetes plugin, any
+// service). Every other name keeps the next plugin's answer: musl stops a
+// search path at a SERVFAIL, and the expansions of external names
+// (example.com.<ns>.svc.<zone>, www.example.com.svc.<zone>) are shaped
+// like service names.
+func (m *MCS) unsynced(q *query) dns.ResponseWriter {
+	w := q.state.W
+	if !q.name.possible() || !m.kube.mayImport(q.name.namespace, q.name.service) {
+		return w
+	}
+	return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}
 }
 
 // nativeAnswer builds the records of choice c for the query type. ok is false

@@ -1,6 +1,10 @@
 package mcs
 
-import "strings"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // shape is what a query name names under its zone. The labels left of a
 // service mean different things in the two kinds of zone: in a native zone
@@ -106,3 +110,43 @@ func cutLast(s string) (rest, label string) {
 	}
 	return s[:i], s[i+1:]
 }
+
+// possible reports whether q can name an object of a Kubernetes cluster:
+// its namespace, service, hostname, cluster id and port name are DNS labels
+// as Kubernetes requires of them, and its protocol is one a port can have.
+// Before mcs has synced, only such a name may be one it answers: a search
+// path's expansion of an external name (www.example.com.<ns>.svc.<zone>,
+// "port" www, "protocol" example) never is, and goes on as it is.
+func (q qname) possible() bool {
+	if !isLabel(q.namespace) || q.shape != shapeNamespace && !isLabel(q.service) {
+		return false
+	}
+	switch q.shape {
+	case shapeEndpoint:
+		return hostLabel(q.host) && (q.cluster == "" || isLabel(q.cluster))
+	case shapeCluster:
+		return isLabel(q.cluster)
+	case shapePort:
+		return isLabel(q.port) && isProtocol(q.proto)
+	case shapeProto:
+		return isProtocol(q.proto)
+	}
+	return q.shape == shapeNamespace || q.shape == shapeService
+}
+
+// isLabel reports whether l is a DNS-1123 label: what Kubernetes requires of
+// a namespace, a Service (whose stricter DNS-1035 rule is being relaxed to
+// this one), a port name and the source-cluster label mcs reads.
+func isLabel(l string) bool { return len(validation.IsDNS1123Label(l)) == 0 }
+
+// hostLabel reports whether h can be an endpoint's name: its hostname, a
+// DNS-1123 label, or its address with "." and ":" turned into "-", which
+// for IPv6 may start with "-" ("--1") and hold "a"-"f".
+func hostLabel(h string) bool {
+	return len(h) > 0 && len(h) <= validation.DNS1123LabelMaxLength &&
+		strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
+
+// isProtocol reports whether p is a port's protocol, as mcs keeps it: the
+// lower-case name of a Kubernetes protocol.
+func isProtocol(p string) bool { return p == "tcp" || p == "udp" || p == "sctp" }

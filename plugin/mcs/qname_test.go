@@ -132,3 +132,38 @@ func splitName(name, zone string) qname {
 	}
 	return q
 }
+
+// Which names can name an object: the shape decides which labels must be
+// what Kubernetes allows.
+func TestNamePossible(t *testing.T) {
+	for name, want := range map[string]bool{
+		"serve.demo.svc.cluster.local.":                 true,
+		"9serve.demo.svc.cluster.local.":                true, // a relaxed Service name
+		"web-0.web.demo.svc.cluster.local.":             true,
+		"fd00--5.web.demo.svc.cluster.local.":           true, // a dashed IPv6 address
+		"--1.web.demo.svc.cluster.local.":               true,
+		"_http._tcp.serve.demo.svc.cluster.local.":      true,
+		"http.sctp.serve.demo.svc.cluster.local.":       true,
+		"www.example.com.demo.svc.cluster.local.":       false, // protocol example
+		"_http._tcp.-serve.demo.svc.cluster.local.":     false,
+		"_tcp.web.demo.svc.cluster.local.":              false, // a hostname with "_"
+		"serve.de_mo.svc.cluster.local.":                false,
+		"demo.svc.clusterset.local.":                    true,
+		"de_mo.svc.clusterset.local.":                   false,
+		"member1.web.demo.svc.clusterset.local.":        true,
+		"member_1.web.demo.svc.clusterset.local.":       false,
+		"_udp.web.demo.svc.clusterset.local.":           true,
+		"_ftp.web.demo.svc.clusterset.local.":           false,
+		"web-0.member1.web.demo.svc.clusterset.local.":  true,
+		"web-0.member-.web.demo.svc.clusterset.local.":  false,
+		"_http._example.web.demo.svc.clusterset.local.": false,
+	} {
+		zone := "cluster.local."
+		if strings.HasSuffix(name, clustersetZone) {
+			zone = clustersetZone
+		}
+		if got := parseName(name, zone).possible(); got != want {
+			t.Errorf("%s: possible %v, want %v", name, got, want)
+		}
+	}
+}

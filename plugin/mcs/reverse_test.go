@@ -2,10 +2,23 @@ package mcs
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/forward"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/plugin/pkg/proxy"
+	"github.com/coredns/coredns/plugin/pkg/transport"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 func reverseConfig() *config {
@@ -46,8 +59,9 @@ func TestReverse(t *testing.T) {
 	}
 	f.check([]test.Case{
 		// Headless: <hostname>.<clusterid>.<svc>.<ns>.svc.clusterset.local,
-		// also when the address serves a ClusterSetIP import too.
-		ptr("10.2.0.5", "serve.demo.svc.clusterset.local.", "web-0.member2.web.demo.svc.clusterset.local."),
+		// alone also when the address serves a ClusterSetIP import too: one
+		// PTR per address, the specification's name for it.
+		ptr("10.2.0.5", "web-0.member2.web.demo.svc.clusterset.local."),
 		ptr("10.2.0.6", "10-2-0-6.member2.web.demo.svc.clusterset.local."),
 		ptr("fd00::5", "web-1.member2.web.demo.svc.clusterset.local."),
 		// ClusterSetIP: the service's clusterset name.
@@ -149,31 +163,77 @@ func TestNoReverseZoneNoAddressIndex(t *testing.T) {
 }
 
 // An address a local object holds keeps its local name, whatever another
-// cluster's imported slice claims: the next plugin's answer wins when it
-// names a local object. Its name for an imported endpoint, under the
-// derived Service, is no local object's: mcs answers those.
+// cluster's imported slice claims: the kubernetes plugin's name wins when
+// it names a local object, alone. Its name for an imported endpoint, under
+// the derived Service, is no local object's: mcs answers those. The next
+// plugin is never asked.
 func TestReverseLocalWins(t *testing.T) {
+	imported := []*discoveryv1.EndpointSlice{
+		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.1.0.5", hostname: "web-0"}, ep{ip: "10.2.0.5", hostname: "web-1"}),
+	}
+	f := newFixture(t, reverseConfig(), importObj("demo", "web", nil, []portSpec{httpPort}, headlessImport), imported[0])
+	k := kubernetes.New([]string{testZone, "in-addr.arpa."})
+	k.APIConn = newSliceAPI(
+		[]*corev1.Service{serviceObj("demo", "web", nil, httpPort), serviceObj("demo", api.DerivedPrefix+"web", nil, httpPort)},
+		append(imported, localSlice("demo", "web", "local", nil, ep{ip: "10.1.0.5", hostname: "web-0"}), // this cluster's pod
+			localSlice("demo", "web", "other", nil, ep{ip: "10.1.0.5", hostname: "web-9"})))
+	f.m.kube = kubePeerOf([]plugin.Handler{k})
+	asked := 0
+	f.m.Next = test.HandlerFunc(func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+		asked++
+		return answerFromNext(ctx, w, r)
+	})
+	f.check([]test.Case{
+		{Qname: ptrName(t, "10.1.0.5"), Qtype: dns.TypePTR, Authoritative: true, Answer: []dns.RR{
+			test.PTR(ptrName(t, "10.1.0.5") + " 5 IN PTR web-0.web.demo.svc.cluster.local."),
+		}},
+		{Qname: ptrName(t, "10.2.0.5"), Qtype: dns.TypePTR, Authoritative: true, Answer: []dns.RR{
+			test.PTR(ptrName(t, "10.2.0.5") + " 30 IN PTR web-1.member2.web.demo.svc.clusterset.local."),
+		}},
+	})
+	if asked != 0 {
+		t.Errorf("the next plugin was asked %d times", asked)
+	}
+}
+
+// The shipped Corefile's chain: kubernetes with fallthrough in-addr.arpa,
+// then forward to an upstream that has a PTR record for every address (as
+// a cloud's resolver names its VPC's: ip-10-2-0-5.ec2.internal). mcs asks
+// the kubernetes plugin alone: an imported endpoint's address answers its
+// clusterset name, one PTR, and the upstream is never asked; an address no
+// import holds goes on through the chain to the upstream as before.
+func TestReversePTRNotUpstream(t *testing.T) {
 	f := newFixture(t, reverseConfig(),
 		importObj("demo", "web", nil, []portSpec{httpPort}, headlessImport),
-		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.1.0.5", hostname: "web-0"}, ep{ip: "10.2.0.5", hostname: "web-1"}),
-	)
-	local := map[string]string{
-		ptrName(t, "10.1.0.5"): "web-0.web.demo.svc.cluster.local.",         // this cluster's pod
-		ptrName(t, "10.2.0.5"): "web-1.derived-web.demo.svc.cluster.local.", // the imported copy
-	}
-	f.m.Next = test.HandlerFunc(func(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+		importedSlice("demo", "web", "member2", "a", nil, ep{ip: "10.2.0.5", hostname: "web-0"}))
+	var upstreamPTR atomic.Int32
+	upstream := dnstest.NewServer(func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
-		m.Answer = []dns.RR{test.PTR(r.Question[0].Name + " 30 IN PTR " + local[r.Question[0].Name])}
-		return dns.RcodeSuccess, w.WriteMsg(m)
-	})
-	for ip, want := range map[string]string{
-		"10.1.0.5": "web-0.web.demo.svc.cluster.local.",
-		"10.2.0.5": "web-1.member2.web.demo.svc.clusterset.local.",
-	} {
-		resp := f.query(ptrName(t, ip), dns.TypePTR)
-		if len(resp.Answer) != 1 || resp.Answer[0].(*dns.PTR).Ptr != want {
-			t.Errorf("%s: %v, want %s", ip, resp.Answer, want)
+		if r.Question[0].Qtype == dns.TypePTR {
+			upstreamPTR.Add(1)
+			ip := dnsutil.ExtractAddressFromReverse(r.Question[0].Name)
+			m.Answer = []dns.RR{test.PTR(r.Question[0].Name + " 60 IN PTR ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal.")}
 		}
+		_ = w.WriteMsg(m)
+	})
+	defer upstream.Close()
+	fwd := forward.New()
+	fwd.SetProxy(proxy.NewProxy("forward", upstream.Addr, transport.DNS))
+	defer func() { _ = fwd.OnShutdown() }()
+	k := kubernetes.New([]string{testZone, "in-addr.arpa."})
+	k.APIConn = newSliceAPI(nil, nil) // the member Corefile's labels line: no imported slice
+	k.Fall.SetZonesFromArgs([]string{"in-addr.arpa."})
+	k.Next = fwd
+	f.m.Next, f.m.kube = k, kubePeerOf([]plugin.Handler{k})
+
+	f.check([]test.Case{{Qname: ptrName(t, "10.2.0.5"), Qtype: dns.TypePTR, Authoritative: true, Answer: []dns.RR{
+		test.PTR(ptrName(t, "10.2.0.5") + " 30 IN PTR web-0.member2.web.demo.svc.clusterset.local."),
+	}}})
+	if n := upstreamPTR.Load(); n != 0 {
+		t.Errorf("the upstream was asked %d times for an imported address", n)
+	}
+	if resp := f.query(ptrName(t, "10.9.9.9"), dns.TypePTR); len(resp.Answer) != 1 || resp.Answer[0].(*dns.PTR).Ptr != "ip-10-9-9-9.ec2.internal." || upstreamPTR.Load() != 1 {
+		t.Errorf("an address no import holds: want the upstream's answer, asked once; asked %d times, got\n%s", upstreamPTR.Load(), resp)
 	}
 }

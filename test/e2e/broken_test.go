@@ -29,7 +29,9 @@ type ordinaryQuery struct {
 }
 
 // ordinary writes a plain ClusterIP Service and a headless one with an
-// endpoint, and returns their names and a missing one.
+// endpoint, and returns their names, a missing one, and the search-path
+// expansions of an external name (www.example.com, in the pod's namespace
+// and in svc.cluster.local), which look like a port's and an endpoint's.
 func (f *fixture) ordinary() []ordinaryQuery {
 	f.t.Helper()
 	f.apply(
@@ -44,16 +46,17 @@ func (f *fixture) ordinary() []ordinaryQuery {
 		{f.native("hl"), dns.TypeA, dns.RcodeSuccess, 1},
 		{f.native("hl-0", "hl"), dns.TypeA, dns.RcodeSuccess, 1},
 		{f.native("missing"), dns.TypeA, dns.RcodeNameError, 0},
+		{f.native("www", "example", "com"), dns.TypeA, dns.RcodeNameError, 0},
+		{"www.example.com.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, 0},
 	}
 }
 
 // expectOrdinary checks that s answers every query as kube, the kubernetes
-// plugin alone, does, byte for byte. A denial is compared but for its SOA
-// serial: two kubernetes plugins' serials are the second each saw the last
-// change, which may differ by one. Before mcs has synced (unsynced), a name
-// kube denies is SERVFAIL instead: it may be an import mcs does not know of
-// yet.
-func expectOrdinary(t *testing.T, s, kube *server, qs []ordinaryQuery, unsynced bool) {
+// plugin alone, does, byte for byte, before mcs has synced too: none of
+// them may be an import's. A denial is compared but for its SOA serial: two
+// kubernetes plugins' serials are the second each saw the last change,
+// which may differ by one.
+func expectOrdinary(t *testing.T, s, kube *server, qs []ordinaryQuery) {
 	t.Helper()
 	for _, q := range qs {
 		if q.rcode != dns.RcodeNameError {
@@ -61,27 +64,27 @@ func expectOrdinary(t *testing.T, s, kube *server, qs []ordinaryQuery, unsynced 
 			continue
 		}
 		expectSame(t, kube, kube, q.qname, q.qtype, q.rcode, q.an) // kube denies it
-		want := servfail
-		if !unsynced {
-			m, err := kube.ask(t.Context(), q.qname, q.qtype, "udp")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = summarize(m)
+		m, err := kube.ask(t.Context(), q.qname, q.qtype, "udp")
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.expect(t, q.qname, q.qtype, want)
+		s.expect(t, q.qname, q.qtype, summarize(m))
 	}
 }
 
 // TestWithoutPermissions: mcs with credentials that may read nothing never
 // syncs. It stays not ready, says why in the log and in api_status, and
-// every ordinary name keeps the kubernetes plugin's answer.
+// every ordinary name keeps the kubernetes plugin's answer, its NXDOMAINs
+// too, so that search paths go on; only an import's name (its
+// derived-<svc> Service exists) is SERVFAIL.
 func TestWithoutPermissions(t *testing.T) {
 	f := newFixture(t)
 	qs := f.ordinary()
+	f.apply(f.derivedService("imp", false))
 	p := startCoreDNS(t, config{blocks: []block{vipBlock, kubernetesBlock}, kubeconfig: f.powerlessKubeconfig()})
 	s, kube := p.servers[0], p.servers[1]
-	expectOrdinary(t, s, kube, qs, true)
+	expectOrdinary(t, s, kube, qs)
+	s.expect(t, f.native("imp"), dns.TypeA, servfail)
 	p.expectMetric(t, series("coredns_mcs_api_status", "status", "forbidden"), 1)
 	p.expectLog(t, "refuses mcs's credentials", "403 Forbidden", "not synced")
 	if code, body, err := process.HTTPGet(t.Context(), p.readyURL); err != nil || code != http.StatusServiceUnavailable {
@@ -137,7 +140,7 @@ func TestServiceImportCRDLater(t *testing.T) {
 	s, kube := p.servers[0], p.servers[1]
 	p.expectLog(t, "serves no ServiceImport", "no imports until the MCS API CRDs are installed")
 	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
-	expectOrdinary(t, s, kube, qs, false)
+	expectOrdinary(t, s, kube, qs)
 
 	installServiceImportCRD(t, lab, "v1beta1", "v1alpha1")
 	f.apply(
@@ -150,5 +153,5 @@ func TestServiceImportCRDLater(t *testing.T) {
 	s.expect(t, clusterset, dns.TypeA, answer(s.addrs(clusterset, "10.99.0.9")))
 	p.expectLog(t, "ServiceImport v1beta1 is served now")
 	p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
-	expectOrdinary(t, s, kube, qs, false)
+	expectOrdinary(t, s, kube, qs)
 }

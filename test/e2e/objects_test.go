@@ -87,6 +87,15 @@ func (f *fixture) service(name string, headless bool) *corev1.Service {
 	return svc
 }
 
+// derivedService is the derived-<name> Service mcs-controller writes for
+// an import: the kubernetes plugin holds it, and knows by it that name is
+// imported.
+func (f *fixture) derivedService(name string, headless bool) *corev1.Service {
+	svc := f.service(api.DerivedPrefix+name, headless)
+	svc.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+	return svc
+}
+
 // clusterIP is the address the API server gave Service name.
 func (f *fixture) clusterIP(name string) string {
 	f.t.Helper()

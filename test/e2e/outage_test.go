@@ -29,6 +29,7 @@ func TestAPIOutage(t *testing.T) {
 	f := newFixture(t)
 	f.apply(
 		f.serviceImport("api", importSpec{strategy: remoteAndLocal, ips: []string{"10.99.0.7"}}),
+		f.derivedService("api", false),
 		f.importedSlice("api", member2, ep("10.12.6.1")),
 	)
 	qs := f.ordinary()
@@ -57,7 +58,7 @@ func TestAPIOutage(t *testing.T) {
 		s.expect(t, version, dns.TypeTXT, answer([]string{rr(`%s %d IN TXT "1.0.0"`, version, s.ttl)}))
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 0)
 		p.expectMetric(t, apiStatus("unreachable"), 1)
-		expectOrdinary(t, s, kube, qs, true)
+		expectOrdinary(t, s, kube, qs)
 		m := p.scrape(t)
 		for _, zone := range []string{"cluster.local.", "clusterset.local."} {
 			if n := m[requests(s, zone, "none", "servfail")]; n < 1 {
@@ -74,7 +75,7 @@ func TestAPIOutage(t *testing.T) {
 		p.expectMetric(t, series("coredns_mcs_informers_synced", "resource", "serviceimports"), 1)
 		p.expectMetric(t, apiStatus("ok"), 1)
 		p.expectLog(t, "the Kubernetes API at https://"+proxy.Addr()+" answers again")
-		expectOrdinary(t, s, kube, qs, false)
+		expectOrdinary(t, s, kube, qs)
 	})
 
 	step("answers from the last known state while the API server is gone", func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestAPIOutage(t *testing.T) {
 		}
 		p.expectMetric(t, apiStatus("unreachable"), 1)
 		p.expectLog(t, "cannot reach the Kubernetes API at https://"+proxy.Addr(), "answering from the last known state")
-		expectOrdinary(t, s, kube, qs, false)
+		expectOrdinary(t, s, kube, qs)
 	})
 
 	step("catches up when the API server is back", func(t *testing.T) {
