@@ -19,11 +19,7 @@ import (
 // holds.
 func TestStaleProviderLeavesTheVIP(t *testing.T) {
 	const staleAfter = 100 * time.Millisecond
-	f := newFixture(t, world{
-		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
-		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
-		m3: {ns1()},
-	}, withOptions(Options{StaleAfter: staleAfter}))
+	f := newFixture(t, twoProviders(), withOptions(Options{StaleAfter: staleAfter}))
 	f.sync("demo/foo")
 
 	f.setDown(m1, true)
@@ -77,11 +73,7 @@ func awaitSynced(t *testing.T, f *fixture, member string) {
 func TestStaleMarkingAlwaysFires(t *testing.T) {
 	const staleAfter = 20 * time.Second
 	fc := clocktesting.NewFakeClock(t0)
-	f := newFixture(t, world{
-		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
-		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
-		m3: {ns1()},
-	}, withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
+	f := newFixture(t, twoProviders(), withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
 	f.sync("demo/foo")
 	queued(f.c, "") // empty the queue
 
@@ -150,11 +142,7 @@ func TestStaleMarkedWhileTheSpecIsInvalid(t *testing.T) {
 func TestRestartKeepsStaleMarks(t *testing.T) {
 	const staleAfter = 20 * time.Second
 	fc := clocktesting.NewFakeClock(t0)
-	f := newFixture(t, world{
-		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
-		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
-		m3: {ns1()},
-	}, withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
+	f := newFixture(t, twoProviders(), withOptions(Options{StaleAfter: staleAfter, Clock: fc}))
 	f.sync("demo/foo")
 	f.setDown(m1, true)
 	f.sync("demo/foo")
@@ -176,5 +164,14 @@ func TestRestartKeepsStaleMarks(t *testing.T) {
 	expect(t, "no other ready endpoint", f.sync("demo/foo"), writes{m2: unmark, m3: unmark})
 	if s := f.sliceOf(m3, "imported-member1-foo-1"); s.Annotations[api.AnnotationStale] != "" || !ptr.Deref(s.Endpoints[0].Conditions.Ready, true) {
 		t.Errorf("member1's slice in member3 once no other is ready: %v %+v, want unmarked and ready", s.Annotations, s.Endpoints[0].Conditions)
+	}
+}
+
+// twoProviders is foo exported by member1 and member2, member3 consuming.
+func twoProviders() world {
+	return world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), export("foo", t0)},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), export("foo", t0)},
+		m3: {ns1()},
 	}
 }
