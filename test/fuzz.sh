@@ -7,6 +7,8 @@
 # 1.27). Such a run, with no failing input written, runs once more; any
 # other failure, or the same twice, fails.
 set -euo pipefail
+# Go 1.27.3, as every build of the project (README.md, Two commands).
+export GOTOOLCHAIN=go1.27.3
 fuzztime=${1:?usage: fuzz.sh FUZZTIME}
 go=${GO:-go}
 log=$(mktemp)
