@@ -1,8 +1,6 @@
 module github.com/coredns-mcs/coredns-mcs
 
-go 1.26.0
-
-toolchain go1.26.8
+go 1.27.3
 
 require (
 	github.com/coredns/caddy v1.1.4

@@ -1,8 +1,6 @@
 module github.com/coredns-mcs/coredns-mcs/api/codegen
 
-go 1.26.0
-
-toolchain go1.26.8
+go 1.27.3
 
 tool (
 	k8s.io/code-generator/cmd/client-gen

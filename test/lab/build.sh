@@ -13,6 +13,9 @@
 # to `go build`, whose own up-to-date check skips the link when its sources
 # did not change.
 set -euo pipefail
+# Go 1.27.3, as every build of the project (README.md, Two commands); it is
+# also in the stamp's key below, so that a new Go builds everything again.
+export GOTOOLCHAIN=go1.27.3
 
 lab_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root_dir=$(cd "${lab_dir}/../.." && pwd)

@@ -4,9 +4,7 @@
 // lab's Kubernetes build (test/lab/go.mod).
 module github.com/coredns-mcs/coredns-mcs/test/promtool
 
-go 1.26.7
-
-toolchain go1.26.8
+go 1.27.3
 
 tool github.com/prometheus/prometheus/cmd/promtool
 

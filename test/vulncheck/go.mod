@@ -5,9 +5,7 @@
 // product's go.mod.
 module github.com/coredns-mcs/coredns-mcs/test/vulncheck
 
-go 1.26.7
-
-toolchain go1.26.8
+go 1.27.3
 
 tool (
 	golang.org/x/vuln/cmd/govulncheck
