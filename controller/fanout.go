@@ -151,8 +151,9 @@ func dropLate(key string, l landing) {
 
 // fly runs one member's writes, and notes whether the member is slow: it
 // is once its writes take longer than the wait, and stays so until one of
-// its writes is answered within it. Writes that wrote nothing (nothing
-// differed there) say nothing of a member.
+// its writes is answered within it, or none is under way any more. Writes
+// that wrote nothing (nothing differed there) while others of the member
+// hang say nothing of it.
 func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
 	mine := &outcome{}
 	began := f.clock.Now()
@@ -160,7 +161,10 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	switch {
 	case f.clock.Since(began) > f.wait:
 		f.slow.Store(m.Name, true)
-	case mine.answered:
+	case mine.answered, mine.unreachable != nil, f.slots.alone(m.Name):
+		// A write answered in time; or the member is reported unreachable,
+		// not slow; or nothing of it was under way but these writes, which
+		// wrote nothing: nothing hangs there.
 		f.slow.Delete(m.Name)
 	}
 	f.flights.Delete(fl)
@@ -221,6 +225,14 @@ func (s *slots) take(f flight) bool {
 		s.deferred[f.cluster] = append(s.deferred[f.cluster], f.key)
 	}
 	return false
+}
+
+// alone reports whether one service's writes alone are under way in
+// cluster: those of the caller, which holds a slot.
+func (s *slots) alone(cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[cluster] == 1
 }
 
 // give frees a slot of cluster, and returns the key that waited for one
