@@ -74,6 +74,15 @@ func (r *Registry) dropCandidate(name string) {
 	}
 }
 
+// dropCandidates stops every candidate, once the registry stops.
+func (r *Registry) dropCandidates() {
+	r.decide.Lock()
+	defer r.decide.Unlock()
+	for name := range r.candidates {
+		r.dropCandidate(name)
+	}
+}
+
 // tokenCheckTimeout bounds the check of a new token.
 const tokenCheckTimeout = 5 * time.Second
 

@@ -152,6 +152,7 @@ func (r *Registry) Run(ctx context.Context, h Handlers) {
 	}
 	<-ctx.Done()
 	r.forgetRefusals()
+	r.dropCandidates()
 	// Stopped outside mu: a probe that ends reports its change, which
 	// reads the registry, and stop waits for it.
 	for _, m := range r.List() {
