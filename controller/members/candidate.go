@@ -31,8 +31,11 @@ type candidate struct {
 // try starts m, made of Secret s, beside the healthy member it would
 // replace. The caller holds decide.
 func (r *Registry) try(s *corev1.Secret, m *Member) {
-	r.dropCandidate(m.Name)
 	name := m.Name
+	if c := r.candidates[name]; c != nil && c.secret.UID == s.UID && c.secret.ResourceVersion == s.ResourceVersion {
+		return // on trial already: another Secret's event reconciled the name
+	}
+	r.dropCandidate(name)
 	m.Source += " (new configuration, on trial)"
 	m.candidate = true
 	r.candidates[name] = &candidate{secret: s, m: r.bounded(m)}
