@@ -28,11 +28,16 @@ type candidate struct {
 	m      *Member
 }
 
+// of reports whether the candidate is Secret s as it is now.
+func (c *candidate) of(s *corev1.Secret) bool {
+	return s.UID == c.secret.UID && s.ResourceVersion == c.secret.ResourceVersion
+}
+
 // try starts m, made of Secret s, beside the healthy member it would
 // replace. The caller holds decide.
 func (r *Registry) try(s *corev1.Secret, m *Member) {
 	name := m.Name
-	if c := r.candidates[name]; c != nil && c.secret.UID == s.UID && c.secret.ResourceVersion == s.ResourceVersion {
+	if c := r.candidates[name]; c != nil && c.of(s) {
 		return // on trial already: another Secret's event reconciled the name
 	}
 	r.dropCandidate(name)

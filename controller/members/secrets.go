@@ -95,9 +95,7 @@ func (r *Registry) reconcileAll() {
 // name it (see the top of this file). The caller holds decide.
 func (r *Registry) reconcile(name string) {
 	secrets := r.naming(name)
-	if c := r.candidates[name]; c != nil && !slices.ContainsFunc(secrets, func(s *corev1.Secret) bool {
-		return s.UID == c.secret.UID && s.ResourceVersion == c.secret.ResourceVersion
-	}) {
+	if c := r.candidates[name]; c != nil && !slices.ContainsFunc(secrets, c.of) {
 		r.dropCandidate(name) // its Secret changed again, or went
 	}
 	if cur := r.get(name); cur != nil && cur.secret != "" && !cur.Retiring() && !slices.ContainsFunc(secrets, is(cur.secret)) {
