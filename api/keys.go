@@ -74,6 +74,11 @@ const (
 	// AnnotationExportNamespaces on such a Secret bounds the namespaces
 	// the member may export from: a comma-separated list ("" for none).
 	AnnotationExportNamespaces = GroupName + "/export-namespaces"
+	// LabelExports = ExportsAllowed on a hub Namespace lets every member
+	// that no bound narrows export from that namespace, under the
+	// controller's default --default-export-namespaces=labelled.
+	LabelExports   = GroupName + "/exports"
+	ExportsAllowed = "allowed"
 	// AnnotationCredentialExpires on such a Secret is when its token
 	// expires (RFC 3339), as the member's API server answered the
 	// TokenRequest that made it: kubectl mcs join and mcs-controller's

@@ -62,9 +62,9 @@ type Options struct {
 	// Protected are namespaces protected besides the built-in ones
 	// (protected.go).
 	Protected []string
-	// HubNamespacesOnly lets a member that no bound narrows export only
-	// from the namespaces that exist on the hub (hubnamespaces.go).
-	HubNamespacesOnly bool
+	// DefaultExports is where a member that no bound narrows may export
+	// from (hubnamespaces.go); the zero value, anywhere.
+	DefaultExports DefaultExports
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
@@ -99,7 +99,8 @@ type Controller struct {
 	firstSeen syncMap[string, map[string]time.Time]
 	// budgets pace each member's source changes, by member (budget.go).
 	budgets syncMap[string, *budget]
-	// hubNamespaces are the hub's Namespaces, with HubNamespacesOnly.
+	// hubNamespaces are the hub's Namespaces, unless DefaultExports is
+	// AnyNamespace.
 	hubNamespaces cache.SharedIndexInformer
 
 	// seen holds, per key, when a source slice change was first seen and
@@ -153,7 +154,7 @@ func New(opts Options) *Controller {
 	})
 	_ = c.hubServices.AddEventHandler(handler.Each(func(obj any) { c.enqueueRelevant(obj) }))
 	c.watchAges()
-	if opts.HubNamespacesOnly {
+	if opts.DefaultExports != AnyNamespace {
 		c.watchHubNamespaces()
 	}
 	return c

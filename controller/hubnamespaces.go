@@ -14,16 +14,50 @@ import (
 )
 
 // A member that no bound narrows (--export-namespaces, or the annotation
-// of its Secret) exports, by default, only from the namespaces that exist
-// on the hub: a newly joined member, or one taken over, cannot publish
-// endpoints under a name in any namespace of every consumer, nor make
-// that namespace there, unless the operator made it on the hub. The
-// hub's Namespaces are held by name alone.
+// of its Secret) exports, by default, only from the hub's namespaces that
+// the operator labelled api.LabelExports=api.ExportsAllowed: a newly
+// joined member, or one taken over, cannot publish endpoints under a name
+// in any namespace of every consumer, nor make that namespace there,
+// unless the operator said so on the hub. Namespaces every hub has
+// (default, and the add-ons' istio-system, cert-manager, monitoring)
+// are therefore closed until someone opens them on purpose. The hub's
+// Namespaces are held by name and that one label alone.
+
+// DefaultExports is where a member that no bound narrows may export from.
+type DefaultExports int
+
+const (
+	// AnyNamespace: every namespace, as the MCS API assumes of a
+	// clusterset's members.
+	AnyNamespace DefaultExports = iota
+	// HubNamespaces: the namespaces that exist on the hub.
+	HubNamespaces
+	// LabelledHubNamespaces: the hub's namespaces labelled
+	// api.LabelExports=api.ExportsAllowed (the flag's default).
+	LabelledHubNamespaces
+)
+
+// ParseDefaultExports parses a value of --default-export-namespaces.
+func ParseDefaultExports(v string) (DefaultExports, error) {
+	switch v {
+	case "labelled":
+		return LabelledHubNamespaces, nil
+	case "hub":
+		return HubNamespaces, nil
+	case "all":
+		return AnyNamespace, nil
+	}
+	return 0, fmt.Errorf("%q: want labelled, hub or all", v)
+}
 
 func (c *Controller) watchHubNamespaces() {
 	f := informers.NewSharedInformerFactoryWithOptions(c.opts.HubKube, 0, informers.WithTransform(func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Namespace); ok {
-			return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}}, nil
+			held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}}
+			if v, ok := n.Labels[api.LabelExports]; ok {
+				held.Labels = map[string]string{api.LabelExports: v}
+			}
+			return held, nil
 		}
 		return obj, nil
 	}))
@@ -46,15 +80,21 @@ func (c *Controller) notAllowed(m *members.Member, namespace string) string {
 	if why := m.NotAllowed(namespace); why != "" || m.Bounded() || c.hubNamespaces == nil {
 		return why
 	}
-	if _, ok, _ := c.hubNamespaces.GetStore().GetByKey(namespace); ok {
-		return ""
+	obj, ok, _ := c.hubNamespaces.GetStore().GetByKey(namespace)
+	unbounded := fmt.Sprintf("neither --export-namespaces nor the annotation %s of its Secret bounds it", api.AnnotationExportNamespaces)
+	switch {
+	case !ok:
+		return fmt.Sprintf("%s may export only from namespaces of the hub (--default-export-namespaces, as %s), and the hub has no namespace %s: it does not provide %s's services",
+			m.Name, unbounded, namespace, namespace)
+	case c.opts.DefaultExports == LabelledHubNamespaces && obj.(*corev1.Namespace).Labels[api.LabelExports] != api.ExportsAllowed:
+		return fmt.Sprintf("%s may export only from the hub's namespaces labelled %s=%s (--default-export-namespaces=labelled, as %s), and the hub's namespace %s is not: it does not provide %s's services",
+			m.Name, api.LabelExports, api.ExportsAllowed, unbounded, namespace, namespace)
 	}
-	return fmt.Sprintf("%s may export only from the namespaces that exist on the hub (the default, as neither --export-namespaces nor the annotation %s of its Secret bounds it), and the hub has no namespace %s: it does not provide %s's services",
-		m.Name, api.AnnotationExportNamespaces, namespace, namespace)
+	return ""
 }
 
 // enqueueExportsIn queues the services exported from namespace: a hub
-// namespace made or deleted allows or stops them.
+// namespace made, labelled or deleted allows or stops them.
 func (c *Controller) enqueueExportsIn(namespace string) {
 	for _, m := range c.opts.Members.List() {
 		for _, k := range m.ExportKeys() {

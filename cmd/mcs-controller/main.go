@@ -37,6 +37,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/controller"
 	"github.com/coredns-mcs/coredns-mcs/controller/leases"
@@ -58,9 +59,10 @@ type flags struct {
 	leaseDuration, renewDeadline, retryPeriod              time.Duration
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
 	renewCredentialsBefore, credentialDuration             time.Duration
-	showVersion, profiling, hubNamespacesOnly              bool
+	showVersion, profiling                                 bool
 	allowExport, protected                                 []string
 	exportNamespaces                                       map[string][]string
+	defaultExports                                         controller.DefaultExports
 	logging                                                *logsapi.LoggingConfiguration
 }
 
@@ -110,14 +112,10 @@ func parseFlags() *flags {
 	fs.Func("export-namespaces", "CLUSTER=NAMESPACE[,NAMESPACE...]: the only namespaces member CLUSTER may export from (CLUSTER= for none); repeatable, one per member", func(v string) error {
 		return members.ParseExportNamespaces(f.exportNamespaces, v)
 	})
-	f.hubNamespacesOnly = true
-	fs.Func("default-export-namespaces", "what a member that neither --export-namespaces nor its Secret's annotation bounds may export from: hub (the default), the namespaces that exist on the hub; all, any namespace", func(v string) error {
-		switch v {
-		case "hub", "all":
-			f.hubNamespacesOnly = v == "hub"
-			return nil
-		}
-		return fmt.Errorf("%q: want hub or all", v)
+	f.defaultExports = controller.LabelledHubNamespaces
+	fs.Func("default-export-namespaces", "what a member that neither --export-namespaces nor its Secret's annotation bounds may export from: labelled (the default), the hub's namespaces labelled "+api.LabelExports+"="+api.ExportsAllowed+"; hub, every namespace that exists on the hub; all, any namespace", func(v string) (err error) {
+		f.defaultExports, err = controller.ParseDefaultExports(v)
+		return err
 	})
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	flag.Parse()
@@ -213,7 +211,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, ChangeRate: f.changeRate, HubNamespacesOnly: f.hubNamespacesOnly, StaleAfter: f.sourceLeaseDuration, Shards: set,
+			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, ChangeRate: f.changeRate, DefaultExports: f.defaultExports, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}

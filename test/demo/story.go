@@ -232,7 +232,7 @@ func (s *story) export(ctx context.Context) error {
 	if err := s.show("test/demo/manifests/multiclusterservice.yaml"); err != nil {
 		return err
 	}
-	if err := s.kubectl(ctx, "--context", hub, "apply", "-f", "test/demo/manifests/namespace.yaml", "-f", "test/demo/manifests/multiclusterservice.yaml"); err != nil {
+	if err := s.kubectl(ctx, "--context", hub, "apply", "-f", "test/demo/manifests/hub-namespace.yaml", "-f", "test/demo/manifests/multiclusterservice.yaml"); err != nil {
 		return err
 	}
 	s.say("\nmcs-controller writes derived-serve, a ServiceImport and the imported EndpointSlices into member2:")

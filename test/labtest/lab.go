@@ -33,6 +33,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/coredns-mcs/coredns-mcs/api"
 	mcsapi "github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
@@ -270,7 +271,8 @@ func (l *Lab) Namespace(t testing.TB, clusters ...string) string {
 
 // NamedNamespace makes sure namespace name exists in each of clusters
 // (every cluster of the lab when none is given), and deletes it when the
-// test ends.
+// test ends. On the hub it is labelled as an operator labels a namespace
+// members may export from (api.LabelExports).
 func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
 	t.Helper()
 	if len(clusters) == 0 {
@@ -279,6 +281,9 @@ func (l *Lab) NamedNamespace(t testing.TB, name string, clusters ...string) {
 	for _, c := range clusters {
 		client := l.Client(t, c)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if c == Hub {
+			ns.Labels = map[string]string{api.LabelExports: api.ExportsAllowed}
+		}
 		if _, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("labtest: creating namespace %s in %s: %v", name, c, err)
 		}
