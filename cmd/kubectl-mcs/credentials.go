@@ -10,10 +10,11 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
 )
 
-// credentialWarning is how close to its expiry a member's credential is a
-// problem: mcs-controller renews tokens 7 days ahead by default, so one
-// this close has failed to for days (the alert MCSMemberCredentialExpiring
-// fires at the same point).
+// credentialWarning is how close to its expiry a credential mcs-controller
+// does not renew is a problem (the alert MCSMemberCredentialExpiring fires
+// at the same point). One it renews is a problem once half the time from
+// its renewal point to its expiry has passed (credentials.Overdue, as the
+// alert).
 const credentialWarning = 3 * 24 * time.Hour
 
 // CredentialReport is what the hub's Secret of a member says of the
@@ -21,6 +22,11 @@ const credentialWarning = 3 * 24 * time.Hour
 type CredentialReport struct {
 	Expires    string `json:"expires,omitempty"`    // RFC 3339; absent when unknown
 	NotRenewed string `json:"notRenewed,omitempty"` // why mcs-controller does not renew them
+	// RenewAt is when mcs-controller renews them at its default
+	// --renew-credentials-before (RFC 3339); absent when it does not.
+	RenewAt string `json:"renewAt,omitempty"`
+
+	credential credentials.Credential
 }
 
 // credentialsOf reads the member Secrets' credentials, by cluster.
@@ -28,12 +34,14 @@ func credentialsOf(secrets []corev1.Secret) map[string]*CredentialReport {
 	out := map[string]*CredentialReport{}
 	for _, s := range secrets {
 		c := credentials.OfKubeconfig(s.Data[api.KeyKubeconfig], s.Annotations)
-		r := &CredentialReport{}
+		r := &CredentialReport{credential: c}
 		if !c.Expires.IsZero() {
 			r.Expires = c.Expires.UTC().Format(time.RFC3339)
 		}
 		if c.NotRenewed != nil {
 			r.NotRenewed = c.NotRenewed.Error()
+		} else {
+			r.RenewAt = c.RenewAt(credentials.DefaultRenewBefore).UTC().Format(time.RFC3339)
 		}
 		out[s.Labels[api.LabelCluster]] = r
 	}
@@ -47,12 +55,16 @@ func (c *CredentialReport) problem(now time.Time) string {
 		return ""
 	}
 	expires, err := time.Parse(time.RFC3339, c.Expires)
-	switch {
-	case err != nil:
+	if err != nil {
 		return ""
+	}
+	renewed := c.RenewAt != ""
+	switch {
 	case !expires.After(now):
 		return fmt.Sprintf("its credentials expired at %s: the controller cannot reach it (docs/troubleshooting.md, \"A member's credentials expire\")", c.Expires)
-	case expires.Sub(now) < credentialWarning:
+	case renewed && c.credential.Overdue(credentials.DefaultRenewBefore, now):
+		return fmt.Sprintf("its credentials expire at %s, in %s, and have not been renewed since they were due at %s (docs/troubleshooting.md, \"A member's credentials expire\")", c.Expires, expires.Sub(now).Round(time.Minute), c.RenewAt)
+	case !renewed && expires.Sub(now) < credentialWarning:
 		return fmt.Sprintf("its credentials expire at %s, in %s, and have not been renewed (docs/troubleshooting.md, \"A member's credentials expire\")", c.Expires, expires.Sub(now).Round(time.Minute))
 	}
 	return ""

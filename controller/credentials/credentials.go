@@ -40,9 +40,36 @@ type Credential struct {
 	// Expires is when they expire; zero when neither they nor the Secret
 	// say.
 	Expires time.Time
+	// Issued is when the token was issued (its iat claim); zero when it
+	// does not say.
+	Issued time.Time
 	// NotRenewed is nil when the controller renews them: a token of its
 	// own ServiceAccount whose expiry is known. Else it says why not.
 	NotRenewed error
+}
+
+// DefaultRenewBefore is how long before its expiry mcs-controller renews a
+// token by default (--renew-credentials-before).
+const DefaultRenewBefore = 7 * 24 * time.Hour
+
+// RenewAt is when credentials renewed before their expiry are due: before
+// ahead of it, or, when that is longer than a third of the token's
+// lifetime, once two thirds of it have passed. Clouds cap the tokens they
+// issue (EKS at 24 hours, GKE at 48): a fixed lead of days would make
+// each one due the moment it is issued.
+func (c Credential) RenewAt(before time.Duration) time.Time {
+	if lifetime := c.Expires.Sub(c.Issued); !c.Issued.IsZero() && lifetime > 0 {
+		before = min(before, lifetime/3)
+	}
+	return c.Expires.Add(-before)
+}
+
+// Overdue reports whether, at now, credentials renewed before their
+// expiry should have been long since: half the time between RenewAt and
+// the expiry has passed (a renewal is retried within minutes).
+func (c Credential) Overdue(before time.Duration, now time.Time) bool {
+	due := c.RenewAt(before)
+	return now.After(due.Add(c.Expires.Sub(due) / 2))
 }
 
 // Of is the credential of a Secret's kubeconfig user: its token, else its
@@ -69,7 +96,7 @@ func ofToken(token string, annotations map[string]string) Credential {
 		expires, aerr := annotated(annotations)
 		return Credential{Expires: expires, NotRenewed: errors.Join(err, aerr)}
 	}
-	c := Credential{Expires: claims.Expires}
+	c := Credential{Expires: claims.Expires, Issued: claims.Issued}
 	if c.Expires.IsZero() {
 		c.Expires, err = annotated(annotations)
 	}
@@ -101,6 +128,7 @@ func annotated(annotations map[string]string) (time.Time, error) {
 type Claims struct {
 	Subject string
 	Expires time.Time // zero without an exp claim
+	Issued  time.Time // zero without an iat claim
 }
 
 // maxExp is the last second of year 9999: an exp claim past it is no time.
@@ -125,6 +153,7 @@ func ParseToken(token string) (Claims, error) {
 	var c struct {
 		Sub string   `json:"sub"`
 		Exp *float64 `json:"exp"`
+		Iat *float64 `json:"iat"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return Claims{}, fmt.Errorf("its token's payload is not a JSON object of claims: %w", err)
@@ -135,6 +164,12 @@ func ParseToken(token string) (Claims, error) {
 			return Claims{}, fmt.Errorf("its token's exp claim %v is not a time", *c.Exp)
 		}
 		out.Expires = time.Unix(int64(*c.Exp), 0).UTC()
+	}
+	if c.Iat != nil {
+		if *c.Iat <= 0 || *c.Iat > maxExp {
+			return Claims{}, fmt.Errorf("its token's iat claim %v is not a time", *c.Iat)
+		}
+		out.Issued = time.Unix(int64(*c.Iat), 0).UTC()
 	}
 	return out, nil
 }

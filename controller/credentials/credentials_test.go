@@ -42,6 +42,7 @@ func TestOf(t *testing.T) {
 		{"payload not claims", "a." + base64.RawURLEncoding.EncodeToString([]byte("[1]")) + ".c", nil, time.Time{}, "not a JSON object of claims"},
 		{"exp not a number", JWT(map[string]any{"sub": Subject, "exp": "tomorrow"}), nil, time.Time{}, "not a JSON object of claims"},
 		{"exp out of range", JWT(map[string]any{"sub": Subject, "exp": 1e300}), nil, time.Time{}, "is not a time"},
+		{"iat out of range", JWT(map[string]any{"sub": Subject, "exp": exp.Unix(), "iat": -1}), nil, time.Time{}, "iat claim -1 is not a time"},
 		{"too long", strings.Repeat("a", MaxToken+1), nil, time.Time{}, "more than the 16384"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,6 +55,43 @@ func TestOf(t *testing.T) {
 				t.Errorf("not renewed: %v, want renewed", c.NotRenewed)
 			case tc.notRenewed != "" && (c.NotRenewed == nil || !strings.Contains(c.NotRenewed.Error(), tc.notRenewed)):
 				t.Errorf("not renewed: %v, want %q", c.NotRenewed, tc.notRenewed)
+			}
+		})
+	}
+}
+
+// A token is due for renewal --renew-credentials-before ahead of its
+// expiry, or once two thirds of its lifetime have passed when that comes
+// later: a token a cloud caps at a day is renewed once a day, not the
+// moment it is issued.
+func TestRenewAt(t *testing.T) {
+	issued := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		name             string
+		claims           map[string]any
+		renewAt, overdue time.Time
+	}{
+		{"30 days, as join asks", map[string]any{"iat": issued.Unix(), "exp": issued.Add(30 * day).Unix()},
+			issued.Add(23 * day), issued.Add(23*day + 84*time.Hour)},
+		{"capped at 24 hours (EKS)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(day).Unix()},
+			issued.Add(16 * time.Hour), issued.Add(20 * time.Hour)},
+		{"capped at 48 hours (GKE)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(2 * day).Unix()},
+			issued.Add(32 * time.Hour), issued.Add(40 * time.Hour)},
+		{"no iat: the lead alone", map[string]any{"exp": issued.Add(day).Unix()},
+			issued.Add(-6 * day), issued.Add(-2*day - 12*time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.claims["sub"] = Subject
+			c := Of(JWT(tc.claims), nil, nil)
+			if got := c.RenewAt(DefaultRenewBefore); !got.Equal(tc.renewAt) {
+				t.Errorf("renewed at %s, want %s", got, tc.renewAt)
+			}
+			if c.Overdue(DefaultRenewBefore, tc.overdue) {
+				t.Errorf("overdue at %s already", tc.overdue)
+			}
+			if !c.Overdue(DefaultRenewBefore, tc.overdue.Add(time.Second)) {
+				t.Errorf("not overdue a second after %s", tc.overdue)
 			}
 		})
 	}

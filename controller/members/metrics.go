@@ -42,8 +42,13 @@ var expiryGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "When the credentials of the member's Secret expire (Unix time), as their token or client certificate says, else the Secret's annotation mcs.coredns-mcs.io/credential-expires; absent when unknown.",
 }, []string{"cluster"})
 
+var renewalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_credential_renewal_timestamp_seconds",
+	Help: "When the replica that renews member tokens renews the member's (Unix time): --renew-credentials-before ahead of its expiry, or once two thirds of its lifetime have passed when that is later; a time in the past is a renewal being retried. Absent when the controller does not renew them.",
+}, []string{"cluster"})
+
 func init() {
-	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge, expiryGauge)
+	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge, expiryGauge, renewalGauge)
 }
 
 // CountWrite counts one API write in mcs_writes_total.

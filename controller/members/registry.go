@@ -281,6 +281,7 @@ func (r *Registry) drop(m *Member) {
 	bytesGauge.DeleteLabelValues(m.Name)
 	exportsRefusedGauge.DeleteLabelValues(m.Name)
 	expiryGauge.DeleteLabelValues(m.Name)
+	renewalGauge.DeleteLabelValues(m.Name)
 	klog.InfoS("Member removed", "cluster", m.Name, "source", m.Source)
 	r.changed(m.Name)
 }

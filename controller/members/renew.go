@@ -21,14 +21,16 @@ import (
 
 // The tokens kubectl mcs join writes into member Secrets last 30 days, and
 // members joined the same day would lose them the same day. The registry
-// renews each one Before its expiry: a TokenRequest for the controller's
+// renews each one Before its expiry, or once two thirds of its lifetime
+// have passed when the member's API server caps tokens shorter
+// (credentials.RenewAt): a TokenRequest for the controller's
 // own ServiceAccount, made with the member's current token (the member's
 // RBAC allows that account its own tokens and no other's), written back
 // into the Secret it came from with that Secret's resourceVersion as
 // precondition; the Secret's update then takes the new token up
 // (rotate.go). A failed renewal is retried with the queue's exponential
-// back-off, and so is one whose new token is due at once (a member whose
-// API server caps tokens below Before), so that nothing renews in a loop.
+// back-off. When each member's renewal is due is exported, so that an
+// alert tells a renewal that keeps failing from one not yet due.
 
 // RenewOptions say when tokens are renewed.
 type RenewOptions struct {
@@ -65,6 +67,8 @@ func (r *Registry) RenewTokens(ctx context.Context, o RenewOptions) {
 		<-ctx.Done()
 		r.renewals.CompareAndSwap(w, nil)
 		w.queue.ShutDown()
+		// Another replica renews from now on, and says when.
+		renewalGauge.Reset()
 	}()
 	for w.next(ctx) {
 	}
@@ -127,16 +131,19 @@ func (w *renewer) next(ctx context.Context) bool {
 func (w *renewer) handle(ctx context.Context, name string) {
 	due, ok := w.reg.renewalOf(name)
 	if !ok {
+		renewalGauge.DeleteLabelValues(name)
 		w.queue.Forget(name)
 		return
 	}
-	if wait := due.expires.Add(-w.opts.Before).Sub(w.opts.Clock.Now()); wait > 0 {
+	at := due.credential.RenewAt(w.opts.Before)
+	renewalGauge.WithLabelValues(name).Set(float64(at.Unix()))
+	if wait := at.Sub(w.opts.Clock.Now()); wait > 0 {
 		w.queue.Forget(name)
 		w.queue.AddAfter(name, wait)
 		return
 	}
 	if err := w.renew(ctx, due); err != nil {
-		klog.ErrorS(err, "Cannot renew a member's token: retrying with back-off", "cluster", name, "secret", key(due.secret), "expires", due.expires.UTC(), "retries", w.queue.NumRequeues(name))
+		klog.ErrorS(err, "Cannot renew a member's token: retrying with back-off", "cluster", name, "secret", key(due.secret), "expires", due.credential.Expires.UTC(), "retries", w.queue.NumRequeues(name))
 		w.queue.AddRateLimited(name)
 	}
 	// Renewed: the Secret's update schedules the next renewal.
@@ -144,9 +151,9 @@ func (w *renewer) handle(ctx context.Context, name string) {
 
 // renewal is a member's token to renew, and the Secret it came from.
 type renewal struct {
-	member  *Member
-	secret  *corev1.Secret
-	expires time.Time
+	member     *Member
+	secret     *corev1.Secret
+	credential credentials.Credential
 }
 
 // renewalOf is the renewal of the member's token, when the controller
@@ -165,7 +172,7 @@ func (r *Registry) renewalOf(name string) (renewal, bool) {
 	if err != nil || s.ResourceVersion != m.secretRV || s.Labels[api.LabelCluster] != name {
 		return renewal{}, false
 	}
-	return renewal{member: m, secret: s, expires: m.credential.Expires}, true
+	return renewal{member: m, secret: s, credential: m.credential}, true
 }
 
 // renew asks the member for a new token of the controller's account and
@@ -190,11 +197,7 @@ func (w *renewer) renew(ctx context.Context, due renewal) error {
 	if err != nil {
 		return fmt.Errorf("the hub: Secret %s: %w", key(s), err)
 	}
-	expires := tr.Status.ExpirationTimestamp.UTC()
-	klog.InfoS("Member token renewed", "cluster", name, "secret", key(s), "expires", expires)
-	if expires.Add(-w.opts.Before).Before(w.opts.Clock.Now()) {
-		klog.InfoS("The member's API server caps its tokens below --renew-credentials-before: each is due at once, and renewed as the back-off allows", "cluster", name, "expires", expires, "renewBefore", w.opts.Before)
-	}
+	klog.InfoS("Member token renewed", "cluster", name, "secret", key(s), "expires", tr.Status.ExpirationTimestamp.UTC())
 	return nil
 }
 

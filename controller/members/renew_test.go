@@ -41,8 +41,16 @@ func connectReal(name, source string, rc *rest.Config) (*Member, error) {
 
 // jwt is a token of the controller's account that expires at exp, signed
 // by nobody: the controller verifies no signature.
-func jwt(exp time.Time) string {
-	js, _ := json.Marshal(map[string]any{"sub": credentials.Subject, "exp": exp.Unix()})
+func jwt(exp time.Time) string { return jwtClaims(map[string]any{"exp": exp.Unix()}) }
+
+// jwtIssued is such a token issued at iat, as the API server says.
+func jwtIssued(iat, exp time.Time) string {
+	return jwtClaims(map[string]any{"iat": iat.Unix(), "exp": exp.Unix()})
+}
+
+func jwtClaims(claims map[string]any) string {
+	claims["sub"] = credentials.Subject
+	js, _ := json.Marshal(claims)
 	return "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString(js) + ".c2ln"
 }
 
@@ -65,16 +73,25 @@ type renewFixture struct {
 	fail    atomic.Int32
 	changes atomic.Int32 // Handlers.Changed calls
 
+	// limit caps the tokens the member issues, as clouds do; 0: no cap.
+	limit time.Duration
+
 	mu     sync.Mutex
 	tokens []string // the TokenRequests' tokens, as the member answered them
 }
 
 func newRenewFixture(t *testing.T, healthy bool, renew RenewOptions) *renewFixture {
-	f := &renewFixture{t: t, clock: clocktesting.NewFakeClock(t0)}
+	return newCappedFixture(t, healthy, renew, jwt(t0.Add(30*day)), 0)
+}
+
+// newCappedFixture is a renewFixture whose member1 Secret holds token, and
+// whose member issues tokens of at most limit (0: no cap).
+func newCappedFixture(t *testing.T, healthy bool, renew RenewOptions, token string, limit time.Duration) *renewFixture {
+	f := &renewFixture{t: t, clock: clocktesting.NewFakeClock(t0), limit: limit}
 	member := fakeMember(t)
 	f.kube = member.Kube.(*k8sfake.Clientset)
 	f.kube.PrependReactor("create", "serviceaccounts", f.tokenRequest)
-	secret := memberSecret("member1", "member1", 0, tokenKubeconfig(jwt(t0.Add(30*day))))
+	secret := memberSecret("member1", "member1", 0, tokenKubeconfig(token))
 	secret.ResourceVersion = "1"
 	f.hub = k8sfake.NewSimpleClientset(secret)
 	f.hub.PrependReactor("update", "secrets", f.update)
@@ -118,8 +135,12 @@ func (f *renewFixture) tokenRequest(a clienttesting.Action) (bool, runtime.Objec
 		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
 	}
 	tr := a.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
-	exp := f.clock.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second)
-	tr.Status = authenticationv1.TokenRequestStatus{Token: jwt(exp), ExpirationTimestamp: metav1.NewTime(exp)}
+	lifetime := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	if f.limit > 0 {
+		lifetime = min(lifetime, f.limit)
+	}
+	now := f.clock.Now()
+	tr.Status = authenticationv1.TokenRequestStatus{Token: jwtIssued(now, now.Add(lifetime)), ExpirationTimestamp: metav1.NewTime(now.Add(lifetime))}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokens = append(f.tokens, tr.Status.Token)
@@ -223,6 +244,37 @@ func TestTokenRenewedBeforeItExpires(t *testing.T) {
 	}
 	// The update registers the new token, whose expiry is exported.
 	expiryIs(t, "member1", renewed)
+}
+
+// A member whose API server caps tokens at a day, as EKS does, has its
+// token renewed once two thirds of each one's lifetime have passed: once
+// every 16 hours, not the moment each is issued because it expires within
+// --renew-credentials-before. When the renewal is due is exported.
+func TestCappedTokenRenewedOncePerLifetime(t *testing.T) {
+	f := newCappedFixture(t, false, RenewOptions{Before: 7 * day, Duration: 30 * day}, jwtIssued(t0, t0.Add(day)), day)
+	f.step(renewRetryMin)
+	f.wrote(0, 0)
+	renewalIs(t, "member1", t0.Add(16*time.Hour))
+
+	f.step(16*time.Hour - renewRetryMin)
+	f.wrote(1, 1)
+	expiryIs(t, "member1", t0.Add(40*time.Hour))
+	f.step(renewRetryMin) // the look the Secret's update scheduled
+	f.wrote(1, 1)
+	renewalIs(t, "member1", t0.Add(32*time.Hour))
+
+	f.step(16*time.Hour - renewRetryMin)
+	f.wrote(2, 2)
+}
+
+func renewalIs(t *testing.T, cluster string, want time.Time) {
+	t.Helper()
+	eventually(t, func() error {
+		if got := testutil.ToFloat64(renewalGauge.WithLabelValues(cluster)); got != float64(want.Unix()) {
+			return fmt.Errorf("mcs_member_credential_renewal_timestamp_seconds{cluster=%q} = %v, want %d (%s)", cluster, got, want.Unix(), want)
+		}
+		return nil
+	})
 }
 
 // A TokenRequest that fails is retried with exponential back-off, and
