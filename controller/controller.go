@@ -181,6 +181,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.start(ctx); err != nil {
 		return err
 	}
+	hubConditions.hub.Store(&c.hub)
+	defer hubConditions.hub.CompareAndSwap(&c.hub, nil)
 	// Every service now, and again once a member away since the start
 	// would be stale.
 	c.memberChanged("")

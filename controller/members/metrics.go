@@ -27,6 +27,11 @@ var objectsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Objects the controller holds of the member cluster (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports), as of its last probe.",
 }, []string{"cluster"})
 
+var objectsLimitGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "mcs_member_objects_limit",
+	Help: "How many objects the controller may hold of the member cluster (--member-max-objects), past which it stops watching it; absent without a bound.",
+}, []string{"cluster"})
+
 var bytesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "mcs_member_bytes",
 	Help: "About what the objects the controller holds of the member cluster take, packed, as of its last probe (bounded by --member-max-mib).",
@@ -48,7 +53,7 @@ var renewalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 }, []string{"cluster"})
 
 func init() {
-	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, bytesGauge, exportsRefusedGauge, expiryGauge, renewalGauge)
+	legacyregistry.RawMustRegister(reachableGauge, writes, refusedGauge, objectsGauge, objectsLimitGauge, bytesGauge, exportsRefusedGauge, expiryGauge, renewalGauge)
 }
 
 // CountWrite counts one API write in mcs_writes_total.

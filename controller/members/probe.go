@@ -119,6 +119,9 @@ func (m *Member) report(reachable bool) {
 	reachableGauge.WithLabelValues(m.Name).Set(boolGauge(reachable))
 	if c := m.current(); c != nil {
 		objectsGauge.WithLabelValues(m.Name).Set(float64(c.held.Load()))
+		if m.maxObjects > 0 {
+			objectsLimitGauge.WithLabelValues(m.Name).Set(float64(m.maxObjects))
+		}
 		bytesGauge.WithLabelValues(m.Name).Set(float64(c.bytes.Load()))
 		exportsRefusedGauge.WithLabelValues(m.Name).Set(float64(c.quota.refused()))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientfeatures "k8s.io/client-go/features"
@@ -192,4 +193,29 @@ func TestRetiringMemberThatGoesAwayIsLetGo(t *testing.T) {
 	}
 	down.Store(true)
 	poll("member1, retiring and unreachable, was never let go", func() bool { return r.get("member1") == nil })
+}
+
+// A probe exports what the controller holds of the member beside its
+// bound (--member-max-objects), so that an alert compares the two; a
+// member without a bound exports none.
+func TestObjectsLimitExported(t *testing.T) {
+	for _, limit := range []int{0, 50000} {
+		m := fakeMember(t)
+		m.maxObjects = limit
+		none := func(string, any) {}
+		h := Handlers{Services: none, Slices: none, Exports: none, Imports: none}
+		ready := func(context.Context, *Member) error { return nil }
+		objectsLimitGauge.Reset()
+		m.probe(t.Context(), h, ready) // starts the informers
+		if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return m.Synced(), nil }); err != nil {
+			t.Fatal("never synced")
+		}
+		m.probe(t.Context(), h, ready)
+		if got := testutil.CollectAndCount(objectsLimitGauge); limit == 0 && got != 0 {
+			t.Errorf("no bound: %d series of mcs_member_objects_limit, want none", got)
+		} else if limit > 0 && testutil.ToFloat64(objectsLimitGauge.WithLabelValues("member1")) != float64(limit) {
+			t.Errorf("mcs_member_objects_limit = %v, want %d", testutil.ToFloat64(objectsLimitGauge.WithLabelValues("member1")), limit)
+		}
+		m.stop()
+	}
 }

@@ -278,6 +278,7 @@ func (r *Registry) drop(m *Member) {
 	m.stop()
 	reachableGauge.DeleteLabelValues(m.Name)
 	objectsGauge.DeleteLabelValues(m.Name)
+	objectsLimitGauge.DeleteLabelValues(m.Name)
 	bytesGauge.DeleteLabelValues(m.Name)
 	exportsRefusedGauge.DeleteLabelValues(m.Name)
 	expiryGauge.DeleteLabelValues(m.Name)
