@@ -94,7 +94,7 @@ func hubFix(w *world) string {
 	if f, ok := fixes[reason]; ok {
 		return f
 	}
-	return "is mcs-controller running and leading? kubectl --context <hub> -n mcs-system logs deploy/mcs-controller"
+	return "is mcs-controller running and leading? kubectl --context <hub> -n mcs-system logs -l app.kubernetes.io/name=mcs-controller --prefix --tail=-1"
 }
 
 // reachCheck: diagnose could read the member.
