@@ -172,12 +172,16 @@ func New(opts Options) *Controller {
 func (c *Controller) Handlers() members.Handlers {
 	return members.Handlers{
 		Services: func(cluster string, obj any) {
-			c.costTouched(cluster, obj, false)
+			if a, ok := metaOf(obj); ok {
+				c.costTouched(cluster, a.namespace, a.name, false)
+			}
 			c.serviceEvent(obj)
 		},
 		Slices: c.sliceEvent,
 		Exports: func(cluster string, obj any) {
-			c.costTouched(cluster, obj, true)
+			if a, ok := metaOf(obj); ok {
+				c.costTouched(cluster, a.namespace, a.name, true)
+			}
 			c.enqueueObject(obj, "")
 		},
 		Imports: func(_ string, obj any) { c.enqueueObject(obj, "") },
@@ -387,7 +391,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	}
 	svc := labels[discoveryv1.LabelServiceName]
 	if svc != "" {
-		c.endpoints.touched(cluster, a.namespace+"/"+svc, false)
+		c.costTouched(cluster, a.namespace, svc, false)
 	}
 	if svc == "" || !c.mine(a.namespace, svc) || !c.relevant(a.namespace, svc) {
 		return

@@ -82,17 +82,30 @@ func newEndpointBudgets(max int) *endpointBudgets {
 
 // touched notes an event of the member's export (export set), Service or
 // source slices of service key: its cost is read again before it counts.
-// An export event of a key not counted yet counts it from then on.
-func (b *endpointBudgets) touched(cluster, key string, export bool) {
+// An export event of a key not counted yet counts it from then on. When
+// key is another replica's (mine says which are this one's) and the member
+// is near its budget, it returns a service of this replica's that the
+// member exports: its sync places the member's exports anew here too.
+func (b *endpointBudgets) touched(cluster, key string, export bool, mine func(string) bool) (sync string) {
 	if b.max <= 0 {
-		return
+		return ""
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	mb := b.of(cluster)
-	if _, ok := mb.exports[key]; ok || export {
-		mb.dirty[key] = true
+	if _, ok := mb.exports[key]; !ok && !export {
+		return ""
 	}
+	mb.dirty[key] = true
+	if mine(key) || mb.out == 0 && mb.total <= b.max-b.max/budgetMargin {
+		return ""
+	}
+	for k := range mb.exports {
+		if mine(k) {
+			return k
+		}
+	}
+	return ""
 }
 
 // forget drops a member that left.
@@ -239,9 +252,10 @@ func (c *Controller) readCost(cluster string, maxEndpoints, maxPorts int) costRe
 	}
 }
 
-// costTouched notes an event of a member's Service or ServiceExport.
-func (c *Controller) costTouched(cluster string, obj any, export bool) {
-	if a, ok := metaOf(obj); ok {
-		c.endpoints.touched(cluster, a.namespace+"/"+a.name, export)
+// costTouched notes an event of a member's Service, ServiceExport or
+// source slice of service namespace/name.
+func (c *Controller) costTouched(cluster, namespace, name string, export bool) {
+	if k := c.endpoints.touched(cluster, namespace+"/"+name, export, c.mineKey); k != "" {
+		c.queue.Add(k)
 	}
 }

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
 // endpoints is a slice of svc with n endpoints, 10.<octet>.0.1 on.
@@ -85,9 +90,6 @@ func TestEndpointBudget(t *testing.T) {
 
 	// Back to 5, where bar fitted: bar waits for a tenth of the budget.
 	expect(t, "foo shrinks to 5", resize(5), writes{m1: slice, m2: slice, m3: slice})
-	if queued(f.c, "demo/bar") {
-		t.Error("bar was queued although it stays out")
-	}
 	expect(t, "bar within the margin", f.sync("demo/bar"), writes{})
 
 	f.restart()
@@ -130,4 +132,37 @@ func TestTooManyPorts(t *testing.T) {
 	if c == nil || c.Status != "True" || !strings.Contains(c.Message, "--max-imported-ports") {
 		t.Errorf("member3's bar Conflict condition %+v, want True naming --max-imported-ports", c)
 	}
+}
+
+// A replica counts a member's every export against its budget, those of
+// services it has not synced (another shard's) too, read afresh from its
+// caches once they change.
+func TestEndpointBudgetCountsAnotherShard(t *testing.T) {
+	mine, theirs := nameOfShard(0, 2), nameOfShard(1, 2)
+	set := shards.NewSet(2)
+	set.Want(0)
+	set.Hold()
+	f := newFixture(t, world{
+		m1: {ns1(),
+			service(theirs, false, t0), endpoints(theirs, theirs+"-1", 1, 1, 5), export(theirs, t0),
+			service(mine, false, t0), endpoints(mine, mine+"-1", 1, 2, 5), export(mine, t0.Add(time.Hour)),
+		},
+		m2: {ns1()},
+		m3: {ns1()},
+	}, withOptions(Options{MemberMaxEndpoints: 10, Shards: set}))
+	f.sync("demo/" + mine)
+	f.importOf(m2, mine) // within the budget with the older export of the other shard
+	for queued(f.c, "") {
+	}
+	f.change(m1, endpoints(theirs, theirs+"-1", 2, 1, 6), "update")
+	// The informer's handlers run after its cache has the change.
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queued(f.c, "demo/"+mine), nil
+	})
+	if err != nil {
+		t.Error("the other shard's export grew by a member at its budget, and no service of this replica's it exports was queued")
+	}
+	gone := removed(mine)
+	expect(t, "the other shard's export grew", f.sync("demo/"+mine), writes{m1: append(slices.Clone(gone), "update serviceexports/status demo/"+mine), m2: gone, m3: gone})
+	expectValid(t, f, m1, mine, "TooManyEndpoints", "--member-max-endpoints")
 }
