@@ -103,7 +103,7 @@ func parseFlags() *flags {
 	})
 	fs.Float64Var(&f.changeRate, "member-change-rate", 500, "source EndpointSlice changes of one member a second that are synced at once, in bursts of 20 seconds' worth; past it each changed service is synced once its budget allows, however often it changes meanwhile; 0: no bound")
 	fs.IntVar(&f.memberMaxEndpoints, "member-max-endpoints", 100000, "endpoints one member's exports may import into each consumer, all services together (each costs every consumer's CoreDNS and kube-proxy); past it its newest exports are left out, their Valid condition TooManyEndpoints; 0: no bound")
-	fs.IntVar(&f.maxImportedPorts, "max-imported-ports", 32, "ports of an imported service at most (kube-proxy programs each port for each endpoint); an export whose Service has more is not used, its Valid condition TooManyPorts; 0: no bound")
+	fs.IntVar(&f.maxImportedPorts, "max-imported-ports", 16, "ports of an imported service at most (kube-proxy programs each port for each endpoint); an export whose Service has more is not used, its Valid condition TooManyPorts; 0: no bound")
 	fs.IntVar(&f.maxImportedEndpoints, "max-imported-endpoints", 10000, "endpoints of a service imported from one provider at most; past it the rest is left out, and the MultiClusterService's EndpointSliceCollected says so; 0: no bound")
 	fs.Func("protected-namespaces", "comma-separated namespaces whose Services are not exported unless --allow-export names them, besides default/kubernetes, every kube-* namespace, mcs-system and --namespace; repeatable", func(v string) error {
 		protected, err := controller.ParseProtected(v)
