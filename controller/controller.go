@@ -141,7 +141,7 @@ func New(opts Options) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
 		crdPoll:   crdPoll,
-		endpoints: newEndpointBudgets(opts.MemberMaxEndpoints),
+		endpoints: newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints),
 	}
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
 	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}

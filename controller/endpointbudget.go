@@ -45,8 +45,11 @@ const budgetMargin = 10
 // endpointBudgets keeps, by member, what each of its exports costs.
 type endpointBudgets struct {
 	max int // 0: no bound
-	mu  sync.Mutex
-	by  map[string]*memberBudget
+	// perService is the most one export costs (--max-imported-endpoints);
+	// 0: no bound.
+	perService int
+	mu         sync.Mutex
+	by         map[string]*memberBudget
 }
 
 // memberBudget is one member's exports, by service key.
@@ -76,16 +79,19 @@ var exportsOverBudget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { legacyregistry.RawMustRegister(exportsOverBudget) }
 
-func newEndpointBudgets(max int) *endpointBudgets {
-	return &endpointBudgets{max: max, by: map[string]*memberBudget{}}
+func newEndpointBudgets(max, perService int) *endpointBudgets {
+	return &endpointBudgets{max: max, perService: perService, by: map[string]*memberBudget{}}
 }
 
 // touched notes an event of the member's export (export set), Service or
 // source slices of service key: its cost is read again before it counts.
 // An export event of a key not counted yet counts it from then on. When
-// key is another replica's (mine says which are this one's) and the member
-// is near its budget, it returns a service of this replica's that the
-// member exports: its sync places the member's exports anew here too.
+// key is another replica's (mine says which are this one's) and one
+// export's change may move the member across its budget, it returns a
+// service of this replica's that the member exports: its sync places the
+// member's exports anew here too. A member further from its budget than
+// one export can cost queues nothing, so that other shards' changes cost
+// this replica no syncs.
 func (b *endpointBudgets) touched(cluster, key string, export bool, mine func(string) bool) (sync string) {
 	if b.max <= 0 {
 		return ""
@@ -97,7 +103,7 @@ func (b *endpointBudgets) touched(cluster, key string, export bool, mine func(st
 		return ""
 	}
 	mb.dirty[key] = true
-	if mine(key) || mb.out == 0 && mb.total <= b.max-b.max/budgetMargin {
+	if mine(key) || mb.out == 0 && b.perService > 0 && mb.total+b.perService <= b.max {
 		return ""
 	}
 	for k := range mb.exports {
