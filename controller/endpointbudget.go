@@ -132,10 +132,11 @@ func (b *endpointBudgets) of(cluster string) *memberBudget {
 }
 
 // place records what the member's export of service key costs as a sync
-// read it, reads again those of its other exports that read says, and
-// returns whether key is left out and the other keys whose place moved,
-// which must be synced again. stale says which keys to read again: those
-// no sync of this replica reads (another shard's), and those never read.
+// read it, and returns whether key is left out and the other keys whose
+// place moved, which must be synced again. Before it ranks, it reads from
+// the caches (read) the member's exports never read, and those an event
+// changed that no sync of this replica reads (stale: another shard's);
+// this replica's own are read by the syncs their events queue.
 func (b *endpointBudgets) place(cluster, key string, export *mcsv1b1.ServiceExport, cost int, read costRead, stale func(key string) bool) (out bool, moved []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
