@@ -68,6 +68,12 @@ type Options struct {
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
+	// MaxImportedPorts bounds the ports of an import (desired.Input.MaxPorts);
+	// 0: no bound.
+	MaxImportedPorts int
+	// MemberMaxEndpoints bounds the endpoints one member's exports import
+	// into each consumer, all together (endpointbudget.go); 0: no bound.
+	MemberMaxEndpoints int
 	// ChangeRate is how many source changes of one member a second queue
 	// their services at once (budget.go); 0: no bound.
 	ChangeRate float64
@@ -99,6 +105,8 @@ type Controller struct {
 	firstSeen syncMap[string, map[string]time.Time]
 	// budgets pace each member's source changes, by member (budget.go).
 	budgets syncMap[string, *budget]
+	// endpoints are what each member's exports cost (endpointbudget.go).
+	endpoints *endpointBudgets
 	// hubNamespaces are the hub's Namespaces, unless DefaultExports is
 	// AnyNamespace.
 	hubNamespaces cache.SharedIndexInformer
@@ -133,7 +141,8 @@ func New(opts Options) *Controller {
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
-		crdPoll: crdPoll,
+		crdPoll:   crdPoll,
+		endpoints: newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints),
 	}
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
 	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
@@ -163,10 +172,20 @@ func New(opts Options) *Controller {
 // Handlers are the registry's handlers: member events feed the queue.
 func (c *Controller) Handlers() members.Handlers {
 	return members.Handlers{
-		Services: func(_ string, obj any) { c.serviceEvent(obj) },
-		Slices:   c.sliceEvent,
-		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
-		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
+		Services: func(cluster string, obj any) {
+			if a, ok := metaOf(obj); ok {
+				c.costTouched(cluster, a.namespace, a.name, false)
+			}
+			c.serviceEvent(obj)
+		},
+		Slices: c.sliceEvent,
+		Exports: func(cluster string, obj any) {
+			if a, ok := metaOf(obj); ok {
+				c.costTouched(cluster, a.namespace, a.name, true)
+			}
+			c.enqueueObject(obj, "")
+		},
+		Imports: func(_ string, obj any) { c.enqueueObject(obj, "") },
 		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
 			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
 		},
@@ -374,6 +393,9 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 		return
 	}
 	svc := labels[discoveryv1.LabelServiceName]
+	if svc != "" {
+		c.costTouched(cluster, a.namespace, svc, false)
+	}
 	if svc == "" || !c.mine(a.namespace, svc) || !c.relevant(a.namespace, svc) {
 		return
 	}
@@ -428,6 +450,7 @@ func (c *Controller) forget(member string) {
 	c.fan.forget(member)
 	c.prunedFields.Delete(member)
 	c.budgets.Delete(member)
+	c.endpoints.forget(member)
 }
 
 // requeueUnseen queues the service of a write the tracker forgot before

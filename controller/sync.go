@@ -39,6 +39,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 	in := c.input(namespace, name, mcs)
 	c.ageMembers(in)
+	c.budgetEndpoints(in)
 	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
 	followed := c.followed(key, in, plan)
@@ -155,7 +156,7 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
 	in := &desired.Input{
 		Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name),
-		Deleting: mcs != nil && mcs.DeletionTimestamp != nil, MaxEndpoints: c.opts.MaxImportedEndpoints,
+		Deleting: mcs != nil && mcs.DeletionTimestamp != nil, MaxEndpoints: c.opts.MaxImportedEndpoints, MaxPorts: c.opts.MaxImportedPorts,
 	}
 	if mcs != nil && !in.Deleting {
 		in.MCS = mcs
@@ -180,15 +181,9 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 			in.Members[m.Name] = desired.Member{Stale: stale}
 			continue
 		}
-		in.Members[m.Name] = desired.Member{
-			Known:      true,
-			Stale:      stale,
-			Service:    sourceService(m.Service(namespace, name)),
-			Export:     m.Export(namespace, name),
-			Slices:     m.SourceSlices(namespace, name),
-			NotAllowed: c.notAllowed(m, namespace),
-			OverQuota:  m.OverQuota(namespace, name),
-		}
+		dm := c.memberInput(m, namespace, name)
+		dm.Stale = stale
+		in.Members[m.Name] = dm
 	}
 	c.registered.Range(func(name string, _ bool) bool {
 		if !present[name] {
@@ -198,6 +193,18 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	})
 	slices.Sort(in.Left)
 	return in
+}
+
+// memberInput is what a synced member's caches hold of the service.
+func (c *Controller) memberInput(m *members.Member, namespace, name string) desired.Member {
+	return desired.Member{
+		Known:      true,
+		Service:    sourceService(m.Service(namespace, name)),
+		Export:     m.Export(namespace, name),
+		Slices:     m.SourceSlices(namespace, name),
+		NotAllowed: c.notAllowed(m, namespace),
+		OverQuota:  m.OverQuota(namespace, name),
+	}
 }
 
 // sourceService is a member's Service as a source of endpoints: none when

@@ -48,6 +48,9 @@ type Input struct {
 	// bound): a member's export costs every consumer's API server, kube-
 	// proxy and CoreDNS in proportion to it.
 	MaxEndpoints int
+	// MaxPorts bounds the ports of an import (0: no bound): kube-proxy
+	// programs each port of derived-<svc> for each endpoint.
+	MaxPorts int
 }
 
 // Member is what one member cluster holds of the service.
@@ -69,6 +72,9 @@ type Member struct {
 	// OverQuota, when set, says why the member's export of the service is
 	// not used: it exports more services than it may (members/quota.go).
 	OverQuota string
+	// OverBudget, when set, says why the member's export of the service is
+	// not used: what its older exports import passes its endpoint budget.
+	OverBudget string
 	// Stale: the member has been unhealthy for as long as its Lease
 	// source-<member> lasts (stale.go). Set whether it is Known or not.
 	Stale bool
@@ -215,6 +221,8 @@ const (
 	ReasonNamespaceNotAllowed mcsv1b1.ServiceExportConditionReason = "NamespaceNotAllowed"
 	ReasonNotProvisionCluster mcsv1b1.ServiceExportConditionReason = "NotProvisionCluster"
 	ReasonTooManyExports      mcsv1b1.ServiceExportConditionReason = "TooManyExports"
+	ReasonTooManyEndpoints    mcsv1b1.ServiceExportConditionReason = "TooManyEndpoints"
+	ReasonTooManyPorts        mcsv1b1.ServiceExportConditionReason = "TooManyPorts"
 )
 
 // unexportable says why no member may export the service, or nil. A
@@ -352,6 +360,10 @@ func (p *Plan) allowed(in *Input, provision []string) []string {
 			p.NotAllowed[c] = Cause{ReasonNamespaceNotAllowed, m.NotAllowed}
 		case m.OverQuota != "" && m.Export != nil:
 			p.NotAllowed[c] = Cause{ReasonTooManyExports, m.OverQuota}
+		case tooManyPorts(m.Service, in.MaxPorts):
+			p.NotAllowed[c] = Cause{ReasonTooManyPorts, fmt.Sprintf("%s's Service %s/%s has %d ports, more than the %d an import may have (mcs-controller --max-imported-ports): it is not used", c, in.Namespace, in.Name, len(m.Service.Spec.Ports), in.MaxPorts)}
+		case m.OverBudget != "" && m.Export != nil:
+			p.NotAllowed[c] = Cause{ReasonTooManyEndpoints, m.OverBudget}
 		default:
 			return false
 		}

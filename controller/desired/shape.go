@@ -44,7 +44,7 @@ func (p *Plan) shape(in *Input) *Import {
 		}
 		for _, sp := range c.svc.Spec.Ports {
 			var why string
-			imp.Ports, why = addPort(imp.Ports, importPort(sp))
+			imp.Ports, why = addPort(imp.Ports, importPort(sp), in.MaxPorts)
 			if why != "" {
 				p.conflict(c.cluster, mcsv1b1.ServiceExportReasonPortConflict, c.cluster+"'s "+why)
 			}
@@ -114,8 +114,12 @@ func (p *Plan) conflict(cluster string, reason mcsv1b1.ServiceExportConditionRea
 // why it cannot: a port is its number and protocol, and the derived
 // Service must be one the API server accepts (each port once, each name
 // once, every port named when there are several).
-func addPort(ports []mcsv1b1.ServicePort, sp mcsv1b1.ServicePort) ([]mcsv1b1.ServicePort, string) {
-	if i := slices.IndexFunc(ports, func(p mcsv1b1.ServicePort) bool { return p.Port == sp.Port && p.Protocol == sp.Protocol }); i >= 0 {
+func addPort(ports []mcsv1b1.ServicePort, sp mcsv1b1.ServicePort, maxPorts int) ([]mcsv1b1.ServicePort, string) {
+	i := slices.IndexFunc(ports, func(p mcsv1b1.ServicePort) bool { return p.Port == sp.Port && p.Protocol == sp.Protocol })
+	if i < 0 && maxPorts > 0 && len(ports) >= maxPorts {
+		return ports, fmt.Sprintf("port %d/%s would make the import's ports more than %d (mcs-controller --max-imported-ports): it is not imported", sp.Port, sp.Protocol, maxPorts)
+	}
+	if i >= 0 {
 		if have := ports[i]; have.Name != sp.Name || !equality.Semantic.DeepEqual(have.AppProtocol, sp.AppProtocol) {
 			return ports, fmt.Sprintf("port %d/%s is %s, but an older export has it %s: the older one is used", sp.Port, sp.Protocol, describe(sp), describe(have))
 		}
