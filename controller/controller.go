@@ -169,6 +169,7 @@ func (c *Controller) Handlers() members.Handlers {
 		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
 			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
 		},
+		Allowed: c.allowed,
 		Changed: c.memberChanged,
 	}
 }

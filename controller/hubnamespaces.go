@@ -53,10 +53,21 @@ func (c *Controller) notAllowed(m *members.Member, namespace string) string {
 		m.Name, api.AnnotationExportNamespaces, namespace, namespace)
 }
 
+// allowed reports whether m may export namespace/name at all: whether
+// its export counts against its quota (members/quota.go).
+func (c *Controller) allowed(m *members.Member, namespace, name string) bool {
+	return c.notAllowed(m, namespace) == "" && c.protected(namespace, name) == ""
+}
+
 // enqueueExportsIn queues the services exported from namespace: a hub
-// namespace made or deleted allows or stops them.
+// namespace made or deleted allows or stops them, and they count against
+// their members' quotas or no longer do, which may move others across it.
 func (c *Controller) enqueueExportsIn(namespace string) {
 	for _, m := range c.opts.Members.List() {
+		for _, k := range m.RecountExports(namespace, c.allowed) {
+			ns, name, _ := strings.Cut(k, "/")
+			c.enqueue(ns, name)
+		}
 		for _, k := range m.ExportKeys() {
 			if ns, name, ok := strings.Cut(k, "/"); ok && ns == namespace {
 				c.enqueue(ns, name)
