@@ -162,10 +162,10 @@ func New(opts Options) *Controller {
 // Handlers are the registry's handlers: member events feed the queue.
 func (c *Controller) Handlers() members.Handlers {
 	return members.Handlers{
-		Services: func(_ string, obj any) { c.serviceEvent(obj) },
+		Services: c.serviceEvent,
 		Slices:   c.sliceEvent,
-		Exports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
-		Imports:  func(_ string, obj any) { c.enqueueObject(obj, "") },
+		Exports:  c.memberEvent,
+		Imports:  c.memberEvent,
 		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
 			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
 		},
@@ -341,20 +341,38 @@ func (c *Controller) enqueueRelevant(obj any) {
 	}
 }
 
+// memberEvent queues, as cluster's budget allows, the service of the
+// object a member changed.
+func (c *Controller) memberEvent(cluster string, obj any) {
+	if a, ok := metaOf(obj); ok {
+		c.changed(cluster, a.namespace, a.name)
+	}
+}
+
+// changed queues service namespace/name, of this replica's, for a change
+// of cluster's, as its budget allows (budget.go).
+func (c *Controller) changed(cluster, namespace, name string) {
+	if c.mine(namespace, name) {
+		c.sourceChanged(cluster, namespace+"/"+name)
+	}
+}
+
 // serviceEvent queues the service a Service is, and the one it is the
 // derived- name of: also when that one is someone else's (Karmada's, say),
 // so that the controller takes the name over as soon as it is deleted. A
 // user's Service named derived-foo may be a multi-cluster service of its
 // own besides: both are queued.
-func (c *Controller) serviceEvent(obj any) {
+func (c *Controller) serviceEvent(cluster string, obj any) {
 	a, ok := metaOf(obj)
 	if !ok {
 		return
 	}
 	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels()[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
-		c.enqueue(a.namespace, svc)
+		c.changed(cluster, a.namespace, svc)
 	}
-	c.enqueueRelevant(obj)
+	if c.relevant(a.namespace, a.name) {
+		c.changed(cluster, a.namespace, a.name)
+	}
 }
 
 func (c *Controller) sliceEvent(cluster string, obj any) {
@@ -367,7 +385,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 		// Someone else's change to an imported slice is undone by a sync
 		// (the echo of the controller's own write never gets here).
 		if svc := labels[mcsv1b1.LabelServiceName]; svc != "" {
-			c.enqueue(a.namespace, svc)
+			c.changed(cluster, a.namespace, svc)
 		}
 		return
 	}
