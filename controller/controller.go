@@ -68,7 +68,7 @@ type Options struct {
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
-	// ChangeRate is how many source changes of one member a second queue
+	// ChangeRate is how many changes of one member a second queue
 	// their services at once (budget.go); 0: no bound.
 	ChangeRate float64
 	// StaleAfter is how long a member may be unhealthy before it counts
