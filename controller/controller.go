@@ -99,8 +99,10 @@ type Controller struct {
 	firstSeen syncMap[string, map[string]time.Time]
 	// budgets pace each member's source changes, by member (budget.go).
 	budgets syncMap[string, *budget]
-	// hubNamespaces are the hub's Namespaces, with HubNamespacesOnly.
-	hubNamespaces cache.SharedIndexInformer
+	// hubNamespaces are the hub's Namespaces, with HubNamespacesOnly;
+	// hubNamespacesHandled is their handler's, which recounts exports.
+	hubNamespaces        cache.SharedIndexInformer
+	hubNamespacesHandled cache.ResourceEventHandlerRegistration
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.

@@ -29,15 +29,18 @@ func (c *Controller) watchHubNamespaces() {
 	}))
 	c.hubFactories = append(c.hubFactories, f)
 	c.hubNamespaces = f.Core().V1().Namespaces().Informer()
-	_, _ = c.hubNamespaces.AddEventHandler(handler.Events(func(obj any, _ bool) {
+	c.hubNamespacesHandled, _ = c.hubNamespaces.AddEventHandler(handler.Events(func(obj any, _ bool) {
 		if o, ok := handler.Unwrap(obj).(metav1.Object); ok {
 			c.enqueueExportsIn(o.GetName())
 		}
 	}))
 }
 
+// hubNamespacesSynced reports whether the hub's Namespaces were listed and
+// their handler has seen them all: the members' export quotas count the
+// exports those allow (enqueueExportsIn) before a sync reads them.
 func (c *Controller) hubNamespacesSynced() bool {
-	return c.hubNamespaces == nil || c.hubNamespaces.HasSynced()
+	return c.hubNamespaces == nil || c.hubNamespaces.HasSynced() && c.hubNamespacesHandled != nil && c.hubNamespacesHandled.HasSynced()
 }
 
 // notAllowed says why m may not export from namespace, or "": its bounds,

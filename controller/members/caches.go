@@ -188,8 +188,11 @@ func (c *caches) handle(m *Member, h Handlers) error {
 		if !ok || c.exports.Get(o.GetNamespace(), o.GetName()) == nil && !c.quota.has(o.GetNamespace()+"/"+o.GetName()) {
 			return
 		}
-		if moved := c.countExport(m, h.Allowed, o.GetNamespace(), o.GetName()); moved != nil {
-			h.Exports(cluster, moved)
+		k := c.countExport(m, h.Allowed, o.GetNamespace(), o.GetName())
+		if ns, name, err := cache.SplitMetaNamespaceKey(k); k != "" && err == nil {
+			if moved := c.exports.Get(ns, name); moved != nil {
+				h.Exports(cluster, moved)
+			}
 		}
 	}
 	for _, k := range []struct {

@@ -115,21 +115,21 @@ func (q *exportQuota) boundary() string {
 	return slices.SortedFunc(maps.Keys(q.made), q.compare)[q.max]
 }
 
-// countExport decides afresh whether the export namespace/name counts (see
-// above), and returns the cached export the change moved across the
-// bound, or nil.
-func (c *caches) countExport(m *Member, allowed func(m *Member, namespace, name string) bool, namespace, name string) any {
-	moved := c.quota.update(namespace+"/"+name, func() (metav1.Time, bool) {
-		e, ok := c.exports.Get(namespace, name).(metav1.Object)
-		if !ok || !c.backed(namespace, name) || allowed != nil && !allowed(m, namespace, name) {
-			return metav1.Time{}, false
-		}
-		return e.GetCreationTimestamp(), true
-	})
-	if ns, n, err := cache.SplitMetaNamespaceKey(moved); moved != "" && err == nil {
-		return c.exports.Get(ns, n)
+// countExport decides afresh whether the export namespace/name counts
+// (see above), and returns the key of the export the change moved across
+// the bound, or "".
+func (c *caches) countExport(m *Member, allowed func(m *Member, namespace, name string) bool, namespace, name string) string {
+	return c.quota.update(namespace+"/"+name, func() (metav1.Time, bool) { return c.counts(m, allowed, namespace, name) })
+}
+
+// counts reports whether the export namespace/name counts, and when it
+// was made.
+func (c *caches) counts(m *Member, allowed func(m *Member, namespace, name string) bool, namespace, name string) (metav1.Time, bool) {
+	e, ok := c.exports.Get(namespace, name).(metav1.Object)
+	if !ok || !c.backed(namespace, name) || allowed != nil && !allowed(m, namespace, name) {
+		return metav1.Time{}, false
 	}
-	return nil
+	return e.GetCreationTimestamp(), true
 }
 
 // backed reports whether the member has a Service namespace/name that an
@@ -142,7 +142,8 @@ func (c *caches) backed(namespace, name string) bool {
 // RecountExports decides afresh whether each of the member's exports in
 // namespace counts against its quota, as what Handlers.Allowed says of
 // the namespace changed; it returns the keys of the exports that moved
-// across the bound, whose services must be synced again.
+// across the bound, whose services must be synced again. Only those whose
+// count changes pay for the quota's lock and sort.
 func (m *Member) RecountExports(namespace string, allowed func(m *Member, namespace, name string) bool) []string {
 	c := m.current()
 	if c == nil {
@@ -150,10 +151,15 @@ func (m *Member) RecountExports(namespace string, allowed func(m *Member, namesp
 	}
 	var moved []string
 	for _, k := range c.exports.Keys() {
-		if ns, name, err := cache.SplitMetaNamespaceKey(k); err == nil && ns == namespace {
-			if o, ok := c.countExport(m, allowed, ns, name).(metav1.Object); ok {
-				moved = append(moved, cache.MetaObjectToName(o).String())
-			}
+		ns, name, err := cache.SplitMetaNamespaceKey(k)
+		if err != nil || ns != namespace {
+			continue
+		}
+		if _, counts := c.counts(m, allowed, ns, name); counts == c.quota.has(k) {
+			continue
+		}
+		if k := c.countExport(m, allowed, ns, name); k != "" {
+			moved = append(moved, k)
 		}
 	}
 	return moved
