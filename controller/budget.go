@@ -8,10 +8,13 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// A member's source changes queue their services at most
-// Options.ChangeRate a second, in bursts of changeBurst seconds' worth:
-// a member that flaps its slices cannot make the controller write into
-// every consumer at its full QPS. A change past the budget queues its
+// A member's changes queue their services at most Options.ChangeRate a
+// second, in bursts of changeBurst seconds' worth: a member that flaps its
+// slices cannot make the controller write into every consumer at its full
+// QPS. Every change of a member's that queues a service counts: of its
+// EndpointSlices, and of its Services, ServiceExports and ServiceImports,
+// which a tenant who may only make those in their own namespace flaps as
+// well. A change past the budget queues its
 // service for when the budget allows, once however often it changes
 // meanwhile, on the queue's own delay: what waits is bounded by the
 // member's services, not its changes.
@@ -70,7 +73,7 @@ func (c *Controller) sourceChanged(cluster, key string) {
 	}
 	changesPaced.WithLabelValues(cluster).Inc()
 	if first {
-		klog.InfoS("A member changes its slices faster than its budget: its changes are paced", "cluster", cluster, "rate", c.opts.ChangeRate, "burst", changeBurst*c.opts.ChangeRate)
+		klog.InfoS("A member changes its objects faster than its budget: its changes are paced", "cluster", cluster, "rate", c.opts.ChangeRate, "burst", changeBurst*c.opts.ChangeRate)
 	}
 	c.queue.AddAfter(key, delay)
 }

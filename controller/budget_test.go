@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -26,6 +28,9 @@ func TestMemberChangesPaced(t *testing.T) {
 		m2:  {ns1()},
 	}, withOptions(Options{Clock: fc, ChangeRate: 1}))
 	f.sync("demo/foo")
+	// The member's events of the start spent some of its budget: it is
+	// full again.
+	fc.Step(changeBurst * time.Second)
 	gen := int64(1)
 	change := func() (paced bool) {
 		t.Helper()
@@ -72,12 +77,74 @@ func TestMemberChangesPaced(t *testing.T) {
 	}
 	f.sync("demo/foo")
 	c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceCollected)
-	if c == nil || !strings.Contains(c.Message, "member1 changes its EndpointSlices faster than --member-change-rate") {
+	if c == nil || !strings.Contains(c.Message, "member1 changes its EndpointSlices, Services, ServiceExports or ServiceImports faster than --member-change-rate") {
 		t.Errorf("EndpointSliceCollected %+v, want it to say member1 is paced", c)
 	}
 	fc.Step(pacedFor + time.Second)
 	f.sync("demo/foo")
 	if c := meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceCollected); strings.Contains(c.Message, "faster") {
 		t.Errorf("EndpointSliceCollected %q still says member1 is paced a minute later", c.Message)
+	}
+}
+
+// A member that flaps its ServiceExports or Services queues its services
+// no faster than its budget (--member-change-rate) allows, as one that
+// flaps its slices does: a burst's worth at once, the others once the
+// budget allows, each then, none lost.
+func TestMemberObjectsPaced(t *testing.T) {
+	const services, rate, burst = 3 * changeBurst, 1, changeBurst
+	name := func(i int) string { return fmt.Sprintf("svc-%d", i) }
+	// Services are queued when something multi-cluster is asked of them:
+	// the hub's MultiClusterServices, whose changes no budget paces.
+	var mcses []runtime.Object
+	for i := range services {
+		mcses = append(mcses, multiClusterService(name(i), api.RemoteAndLocal, nil, nil, true))
+	}
+	for _, step := range []struct {
+		kind   string
+		world  world
+		change func(i int) runtime.Object
+	}{
+		{"ServiceExports", world{m1: {ns1()}}, func(i int) runtime.Object { return export(name(i), t0) }},
+		{"Services", world{hub: mcses, m1: {ns1()}}, func(i int) runtime.Object { return service(name(i), false, t0) }},
+	} {
+		t.Run(step.kind, func(t *testing.T) {
+			fc := clocktesting.NewFakeClock(t0)
+			f := newFixture(t, step.world, withOptions(Options{Clock: fc, ChangeRate: rate}))
+			got := map[string]bool{}
+			drainUntil := func(done func() bool, step time.Duration) error {
+				return wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					for f.c.queue.Len() > 0 {
+						k, _ := f.c.queue.Get()
+						f.c.queue.Done(k)
+						got[k] = true
+					}
+					fc.Step(step)
+					return done(), nil
+				})
+			}
+			// What the hub's MultiClusterServices queued is out of the way.
+			if err := drainUntil(func() bool { return len(got) == len(step.world[hub]) }, 0); err != nil {
+				t.Fatalf("%d services queued by the hub, want %d", len(got), len(step.world[hub]))
+			}
+			clear(got)
+			paced := func() int { return int(testutil.ToFloat64(changesPaced.WithLabelValues(m1))) }
+			before, start := paced(), fc.Now()
+			for i := range services {
+				f.change(m1, step.change(i), "create")
+			}
+			if err := drainUntil(func() bool { return len(got)+paced()-before >= services }, 0); err != nil {
+				t.Fatalf("of %d services changed, %d queued and %d paced", services, len(got), paced()-before)
+			}
+			if len(got) > burst*rate || paced()-before != services-burst*rate {
+				t.Errorf("of %d services changed, %d queued at once and %d paced; want %d and %d", services, len(got), paced()-before, burst*rate, services-burst*rate)
+			}
+			if err := drainUntil(func() bool { return len(got) == services }, 100*time.Millisecond); err != nil {
+				t.Fatalf("%d of %d services queued once the budget allowed", len(got), services)
+			}
+			if took, want := fc.Since(start), (services-burst*rate)/rate*time.Second; took < want {
+				t.Errorf("every service queued %s after the changes, want %s at least", took, want)
+			}
+		})
 	}
 }

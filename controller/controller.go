@@ -74,7 +74,7 @@ type Options struct {
 	// MemberMaxEndpoints bounds the endpoints one member's exports import
 	// into each consumer, all together (endpointbudget.go); 0: no bound.
 	MemberMaxEndpoints int
-	// ChangeRate is how many source changes of one member a second queue
+	// ChangeRate is how many changes of one member a second queue
 	// their services at once (budget.go); 0: no bound.
 	ChangeRate float64
 	// StaleAfter is how long a member may be unhealthy before it counts
@@ -108,8 +108,10 @@ type Controller struct {
 	// endpoints are what each member's exports cost (endpointbudget.go).
 	endpoints *endpointBudgets
 	// hubNamespaces are the hub's Namespaces, unless DefaultExports is
-	// AnyNamespace.
-	hubNamespaces cache.SharedIndexInformer
+	// AnyNamespace; hubNamespacesHandled is their handler's, which
+	// recounts exports.
+	hubNamespaces        cache.SharedIndexInformer
+	hubNamespacesHandled cache.ResourceEventHandlerRegistration
 
 	// seen holds, per key, when a source slice change was first seen and
 	// not yet synced: the start of the propagation latency.
@@ -176,19 +178,20 @@ func (c *Controller) Handlers() members.Handlers {
 			if a, ok := metaOf(obj); ok {
 				c.costTouched(cluster, a.namespace, a.name, false)
 			}
-			c.serviceEvent(obj)
+			c.serviceEvent(cluster, obj)
 		},
 		Slices: c.sliceEvent,
 		Exports: func(cluster string, obj any) {
 			if a, ok := metaOf(obj); ok {
 				c.costTouched(cluster, a.namespace, a.name, true)
 			}
-			c.enqueueObject(obj, "")
+			c.memberEvent(cluster, obj)
 		},
-		Imports: func(_ string, obj any) { c.enqueueObject(obj, "") },
+		Imports: c.memberEvent,
 		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
 			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
 		},
+		Allowed: c.allowed,
 		Changed: c.memberChanged,
 	}
 }
@@ -362,20 +365,38 @@ func (c *Controller) enqueueRelevant(obj any) {
 	}
 }
 
+// memberEvent queues, as cluster's budget allows, the service of the
+// object a member changed.
+func (c *Controller) memberEvent(cluster string, obj any) {
+	if a, ok := metaOf(obj); ok {
+		c.changed(cluster, a.namespace, a.name)
+	}
+}
+
+// changed queues service namespace/name, of this replica's, for a change
+// of cluster's, as its budget allows (budget.go).
+func (c *Controller) changed(cluster, namespace, name string) {
+	if c.mine(namespace, name) {
+		c.sourceChanged(cluster, namespace+"/"+name)
+	}
+}
+
 // serviceEvent queues the service a Service is, and the one it is the
 // derived- name of: also when that one is someone else's (Karmada's, say),
 // so that the controller takes the name over as soon as it is deleted. A
 // user's Service named derived-foo may be a multi-cluster service of its
 // own besides: both are queued.
-func (c *Controller) serviceEvent(obj any) {
+func (c *Controller) serviceEvent(cluster string, obj any) {
 	a, ok := metaOf(obj)
 	if !ok {
 		return
 	}
 	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels()[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
-		c.enqueue(a.namespace, svc)
+		c.changed(cluster, a.namespace, svc)
 	}
-	c.enqueueRelevant(obj)
+	if c.relevant(a.namespace, a.name) {
+		c.changed(cluster, a.namespace, a.name)
+	}
 }
 
 func (c *Controller) sliceEvent(cluster string, obj any) {
@@ -388,7 +409,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 		// Someone else's change to an imported slice is undone by a sync
 		// (the echo of the controller's own write never gets here).
 		if svc := labels[mcsv1b1.LabelServiceName]; svc != "" {
-			c.enqueue(a.namespace, svc)
+			c.changed(cluster, a.namespace, svc)
 		}
 		return
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -95,4 +96,40 @@ func TestExportValid(t *testing.T) {
 			t.Errorf("%s's Valid %+v, want False %s", cluster, c, reason)
 		}
 	}
+}
+
+// The members' caches hold no more of an export's exportedLabels and
+// exportedAnnotations than an import carries: the keys it carries, up to
+// desired.MaxExportedMetadata, or none, with their size. The import
+// carries the oldest export's all the same, and a newer export past the
+// bound is told its size.
+func TestExportedMetadataCutWhenCached(t *testing.T) {
+	mib := strings.Repeat("x", 1<<20)
+	older := export("foo", t0)
+	older.Spec.ExportedLabels = map[string]string{"team": "a"}
+	older.Spec.ExportedAnnotations = map[string]string{"note": "x", api.AnnotationStrategy: mib}
+	newer := export("foo", t0.Add(time.Hour))
+	newer.Spec.ExportedAnnotations = map[string]string{"note": mib}
+	f := newFixture(t, world{
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), older},
+		m2: {ns1(), service("foo", false, t0), slice("foo", "foo-2", 1, "10.2.0.1"), newer},
+		m3: {ns1()},
+	})
+	f.sync("demo/foo")
+	imp := f.importOf(m3, "foo")
+	if imp.Labels["team"] != "a" || !maps.Equal(imp.Annotations, map[string]string{"note": "x"}) {
+		t.Errorf("import labels %v, annotations %.80v; want team=a and note=x", imp.Labels, imp.Annotations)
+	}
+	exp := f.exportOf(m2, "foo")
+	if c := meta.FindStatusCondition(exp.Status.Conditions, string(mcsv1b1.ServiceExportConditionConflict)); c == nil || c.Reason != string(mcsv1b1.ServiceExportReasonAnnotationsConflict) ||
+		!strings.Contains(c.Message, fmt.Sprintf("take %d bytes, more than the %d a ServiceImport carries", len("note")+len(mib), desired.MaxExportedMetadata)) {
+		t.Errorf("member2's Conflict %+v, want AnnotationsConflict stating the size", c)
+	}
+	for cluster, want := range map[string]map[string]string{m1: {"note": "x"}, m2: nil} {
+		held := f.member(cluster).Export(ns, "foo")
+		if n := api.MetadataBytes(held.Spec.ExportedLabels) + api.MetadataBytes(held.Spec.ExportedAnnotations); n > desired.MaxExportedMetadata || !maps.Equal(held.Spec.ExportedAnnotations, want) {
+			t.Errorf("%s's cached export holds %d bytes of exported metadata, annotations %.80v; want at most %d, %v", cluster, n, held.Spec.ExportedAnnotations, desired.MaxExportedMetadata, want)
+		}
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }

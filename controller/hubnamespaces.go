@@ -63,15 +63,18 @@ func (c *Controller) watchHubNamespaces() {
 	}))
 	c.hubFactories = append(c.hubFactories, f)
 	c.hubNamespaces = f.Core().V1().Namespaces().Informer()
-	_, _ = c.hubNamespaces.AddEventHandler(handler.Events(func(obj any, _ bool) {
+	c.hubNamespacesHandled, _ = c.hubNamespaces.AddEventHandler(handler.Events(func(obj any, _ bool) {
 		if o, ok := handler.Unwrap(obj).(metav1.Object); ok {
 			c.enqueueExportsIn(o.GetName())
 		}
 	}))
 }
 
+// hubNamespacesSynced reports whether the hub's Namespaces were listed and
+// their handler has seen them all: the members' export quotas count the
+// exports those allow (enqueueExportsIn) before a sync reads them.
 func (c *Controller) hubNamespacesSynced() bool {
-	return c.hubNamespaces == nil || c.hubNamespaces.HasSynced()
+	return c.hubNamespaces == nil || c.hubNamespaces.HasSynced() && c.hubNamespacesHandled != nil && c.hubNamespacesHandled.HasSynced()
 }
 
 // notAllowed says why m may not export from namespace, or "": its bounds,
@@ -93,10 +96,22 @@ func (c *Controller) notAllowed(m *members.Member, namespace string) string {
 	return ""
 }
 
+// allowed reports whether m may export namespace/name at all: whether
+// its export counts against its quota (members/quota.go).
+func (c *Controller) allowed(m *members.Member, namespace, name string) bool {
+	return c.notAllowed(m, namespace) == "" && c.protected(namespace, name) == ""
+}
+
 // enqueueExportsIn queues the services exported from namespace: a hub
-// namespace made, labelled or deleted allows or stops them.
+// namespace made, labelled or deleted allows or stops them, and they count
+// against their members' quotas or no longer do, which may move others
+// across it.
 func (c *Controller) enqueueExportsIn(namespace string) {
 	for _, m := range c.opts.Members.List() {
+		for _, k := range m.RecountExports(namespace, c.allowed) {
+			ns, name, _ := strings.Cut(k, "/")
+			c.enqueue(ns, name)
+		}
 		for _, k := range m.ExportKeys() {
 			if ns, name, ok := strings.Cut(k, "/"); ok && ns == namespace {
 				c.enqueue(ns, name)

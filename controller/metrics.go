@@ -31,7 +31,7 @@ var (
 
 	changesPaced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcs_member_changes_paced_total",
-		Help: "Source EndpointSlice changes of the member cluster whose services waited for its budget (--member-change-rate).",
+		Help: "Changes of the member cluster (source EndpointSlices, Services, ServiceExports, ServiceImports) whose services waited for its budget (--member-change-rate).",
 	}, []string{"cluster"})
 )
 

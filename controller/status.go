@@ -200,7 +200,7 @@ func collected(mcs *v1alpha1.MultiClusterService, plan *desired.Plan, out *outco
 func pacedNotes(paced []string) []string {
 	var out []string
 	for _, c := range paced {
-		out = append(out, c+" changes its EndpointSlices faster than --member-change-rate allows: its changes reach the consumers paced")
+		out = append(out, c+" changes its EndpointSlices, Services, ServiceExports or ServiceImports faster than --member-change-rate allows: its changes reach the consumers paced")
 	}
 	return out
 }

@@ -82,7 +82,7 @@ func parseFlags() *flags {
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
 	fs.IntVar(&f.maxMiB, "member-max-mib", 256, "MiB the objects the controller holds of one member may take, packed (about 400 bytes an object in a real fleet); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.maxObjects, "member-max-objects", 100000, "objects the controller may hold of one member (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports); past it, the member counts as unreachable for 10 minutes; 0: no bound")
-	fs.IntVar(&f.maxExports, "member-max-exports", 20000, "ServiceExports of one member that are used (each costs every consumer a derived Service and its VIP); past it, its newest are not, their Valid condition TooManyExports; 0: no bound")
+	fs.IntVar(&f.maxExports, "member-max-exports", 20000, "ServiceExports of one member that are used, of those that can be (each costs every consumer a derived Service and its VIP; one without a Service, or from a namespace it may not export from, counts for nothing); past it, its newest are not, their Valid condition TooManyExports; 0: no bound")
 	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")
 	fs.IntVar(&f.memberInFlight, "member-max-in-flight", 16, "services whose writes are under way in one member at once; more wait for a slot rather than queue in its API server; 0: no bound")
 	fs.Float64Var(&f.qps, "kube-api-qps", 1000, "queries per second to each cluster's API server (client-go's default of 5 makes a burst of 1,000 services take minutes; --member-max-in-flight bounds the load)")
@@ -104,7 +104,7 @@ func parseFlags() *flags {
 		f.allowExport = append(f.allowExport, allowed...)
 		return err
 	})
-	fs.Float64Var(&f.changeRate, "member-change-rate", 500, "source EndpointSlice changes of one member a second that are synced at once, in bursts of 20 seconds' worth; past it each changed service is synced once its budget allows, however often it changes meanwhile; 0: no bound")
+	fs.Float64Var(&f.changeRate, "member-change-rate", 500, "changes of one member (source EndpointSlices, Services, ServiceExports, ServiceImports) a second that are synced at once, in bursts of 20 seconds' worth; past it each changed service is synced once its budget allows, however often it changes meanwhile; 0: no bound")
 	fs.IntVar(&f.memberMaxEndpoints, "member-max-endpoints", 100000, "endpoints one member's exports may import into each consumer, all services together (each costs every consumer's CoreDNS and kube-proxy); past it its newest exports are left out, their Valid condition TooManyEndpoints; 0: no bound")
 	fs.IntVar(&f.maxImportedPorts, "max-imported-ports", 16, "ports of an imported service at most (kube-proxy programs each port for each endpoint); an export whose Service has more is not used, its Valid condition TooManyPorts; 0: no bound")
 	fs.IntVar(&f.maxImportedEndpoints, "max-imported-endpoints", 10000, "endpoints of a service imported from one provider at most; past it the rest is left out, and the MultiClusterService's EndpointSliceCollected says so; 0: no bound")

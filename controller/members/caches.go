@@ -174,16 +174,25 @@ func (c *caches) all() []cache.SharedIndexInformer {
 // then, unless an echo, to its kind's handler, on the same goroutine so
 // that the kind's handler finds Delivered done. Objects already cached
 // arrive as additions.
-func (c *caches) handle(cluster string, h Handlers) error {
+func (c *caches) handle(m *Member, h Handlers) error {
+	cluster := m.Name
 	delivered := func(kind string, obj any, gone bool) bool {
 		o, ok := obj.(metav1.Object)
 		return ok && h.Delivered != nil && h.Delivered(cluster, kind, o, gone)
 	}
-	// The quota knows of an export before its service is queued, on the
-	// same goroutine, so that the sync finds it counted.
-	countExport := func(obj any, gone bool) {
-		if moved := c.quota.note(c.exports, obj, gone); moved != nil {
-			h.Exports(cluster, moved)
+	// The quota knows of a change of an export, or of the Service behind
+	// it, before its service is queued, on the same goroutine, so that the
+	// sync finds it counted.
+	countExport := func(obj any, _ bool) {
+		o, ok := handler.Unwrap(obj).(metav1.Object)
+		if !ok || c.exports.Get(o.GetNamespace(), o.GetName()) == nil && !c.quota.has(o.GetNamespace()+"/"+o.GetName()) {
+			return
+		}
+		k := c.countExport(m, h.Allowed, o.GetNamespace(), o.GetName())
+		if ns, name, err := cache.SplitMetaNamespaceKey(k); k != "" && err == nil {
+			if moved := c.exports.Get(ns, name); moved != nil {
+				h.Exports(cluster, moved)
+			}
 		}
 	}
 	for _, k := range []struct {
@@ -191,7 +200,7 @@ func (c *caches) handle(cluster string, h Handlers) error {
 		s     Scoped
 		fn    func(string, any)
 		first func(obj any, gone bool)
-	}{{"Service", c.services, h.Services, nil}, {"EndpointSlice", c.slices, h.Slices, nil}, {"ServiceExport", c.exports, h.Exports, countExport}, {"ServiceImport", c.imports, h.Imports, nil}} {
+	}{{"Service", c.services, h.Services, countExport}, {"EndpointSlice", c.slices, h.Slices, nil}, {"ServiceExport", c.exports, h.Exports, countExport}, {"ServiceImport", c.imports, h.Imports, nil}} {
 		err := k.s.AddEventHandler(handler.Events(func(obj any, gone bool) {
 			if k.first != nil {
 				k.first(obj, gone)

@@ -98,7 +98,7 @@ func (m *Member) swap(fresh *caches, h Handlers) error {
 	if old != nil {
 		old.stop()
 	}
-	return fresh.handle(m.Name, h)
+	return fresh.handle(m, h)
 }
 
 // answered notes that the member answered a probe: its watches work.

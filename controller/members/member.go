@@ -41,6 +41,11 @@ type Handlers struct {
 	// the controller's own write, which the kind's handler is then not
 	// called for. Optional.
 	Delivered func(cluster, kind string, obj metav1.Object, gone bool) (echo bool)
+	// Allowed reports whether m may export namespace/name at all: an
+	// export it may not make counts against no quota (quota.go). Optional:
+	// nil allows every export. When what it says of a namespace changes,
+	// Member.RecountExports must be told.
+	Allowed func(m *Member, namespace, name string) bool
 	// Changed is called when a member is added, removed, replaced, syncs,
 	// or becomes reachable or unreachable.
 	Changed func(cluster string)

@@ -88,6 +88,8 @@ func (f *fleet) add(cluster string, obj any) error {
 		s = c.slices
 	case *mcsv1b1.ServiceImport:
 		s = c.imports
+	case *mcsv1b1.ServiceExport:
+		s = c.exports
 	default:
 		return fmt.Errorf("no store for %T", obj)
 	}

@@ -39,7 +39,7 @@ var bytesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 var exportsRefusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "mcs_member_exports_refused",
-	Help: "ServiceExports of the member cluster not used because it has more than --member-max-exports, as of its last probe.",
+	Help: "ServiceExports of the member cluster not used because it has more than --member-max-exports that can be used, as of its last probe.",
 }, []string{"cluster"})
 
 var expiryGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -154,7 +154,7 @@ func (m *Member) startInformers(ctx context.Context, h Handlers) error {
 	if err := m.install(c, exports, imports); err != nil {
 		return err
 	}
-	if err := c.handle(m.Name, h); err != nil {
+	if err := c.handle(m, h); err != nil {
 		return err
 	}
 	go func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 )
 
 // What the informers keep of each object: their transforms. At fleet
@@ -33,7 +34,8 @@ import (
 //   - ServiceExports are written through their status subresource, which
 //     takes nothing from the request but the status: their metadata keeps
 //     what identifies them, their creation (the oldest export wins) and
-//     generation.
+//     generation; their exportedLabels and exportedAnnotations no more
+//     than an import carries (desired.CutExported).
 //   - Namespaces are only looked up by name.
 //   - The hub's MultiClusterServices lose their labels, annotations and
 //     owners: their status is written through the subresource, and the
@@ -95,6 +97,7 @@ func cut(obj any) {
 		*o = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Name, ResourceVersion: o.ResourceVersion}}
 	case *mcsv1b1.ServiceExport:
 		keepIdentity(&o.ObjectMeta, false)
+		desired.CutExported(o)
 	case *mcsv1b1.ServiceImport:
 		o.ManagedFields = nil
 		boundMetadata(&o.ObjectMeta)
