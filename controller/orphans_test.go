@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -37,8 +40,12 @@ func TestOrphanSlicesDeleted(t *testing.T) {
 
 	queued(f.c, "") // drains the queue
 	f.change(m3, forged("foo", "evil"), "create")
-	if !queued(f.c, "demo/foo") {
-		t.Fatalf("a forged slice of derived-foo did not queue demo/foo")
+	// The informer runs its handlers after its cache holds the slice.
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queued(f.c, "demo/foo"), nil
+	})
+	if err != nil {
+		t.Fatalf("a forged slice of derived-foo did not queue demo/foo: %v", err)
 	}
 	expect(t, "in a member that consumes nothing", f.sync("demo/foo"), writes{
 		m3: {"delete endpointslices demo/evil"},
