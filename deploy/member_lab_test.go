@@ -50,7 +50,8 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 	admin, adminMCS := l.Client(t, cluster), mcsclient.NewForConfigOrDie(l.Config(t, cluster))
 
 	// A user's ServiceImport (the MCS API's manual import), and one with
-	// the strategy an older controller added.
+	// the strategy (as an older controller added it; without the filled
+	// mark, which would have the running controller take it back first).
 	userImport := func(name string, annotations map[string]string) *mcsv1beta1.ServiceImport {
 		imp := &mcsv1beta1.ServiceImport{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: apps, Labels: map[string]string{"team": "shop"}, Annotations: annotations},
@@ -63,7 +64,7 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 		return got
 	}
 	manual := userImport("manual", nil)
-	older := userImport("older", map[string]string{api.AnnotationFilled: api.FilledStrategy, api.AnnotationStrategy: string(api.LocalFirst)})
+	older := userImport("older", map[string]string{api.AnnotationStrategy: string(api.LocalFirst)})
 	// A slice of the controller's label that it never made, as one written
 	// before the policy was in force: it deletes such a slice, whatever
 	// else it carries.
@@ -86,9 +87,12 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 	})
 	withImport := func(imp *mcsv1beta1.ServiceImport, change func(*mcsv1beta1.ServiceImport)) func() error {
 		return func() error {
-			upd := imp.DeepCopy()
+			upd, err := mcs.MulticlusterV1beta1().ServiceImports(apps).Get(ctx, imp.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
 			change(upd)
-			_, err := mcs.MulticlusterV1beta1().ServiceImports(apps).Update(ctx, upd, dryUpdate)
+			_, err = mcs.MulticlusterV1beta1().ServiceImports(apps).Update(ctx, upd, dryUpdate)
 			return err
 		}
 	}
