@@ -128,7 +128,7 @@ func startController(t *testing.T, l *labtest.Lab, out string) {
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub),
 		"--clusters-kubeconfig", l.KubeconfigOf(t, labtest.Member1, labtest.Member2),
 		"--namespace", ns, "--leader-elect=false", "--probe-interval", "1s",
-		"--default-export-namespaces", "all", "--create-namespaces")
+		"--default-export-namespaces", "all")
 	t.Cleanup(func() { // before it stops and its temporary directory goes
 		if err := copyFile(p.Log(), filepath.Join(out, "mcs-controller.log")); err != nil {
 			t.Log(err)
