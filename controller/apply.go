@@ -100,10 +100,12 @@ type writer struct {
 	namespace string
 	svcKey    string // the service's namespace/name
 	out       *outcome
+	// createNamespaces: the controller may create the service's namespace.
+	createNamespaces bool
 }
 
 func (c *Controller) writer(m *members.Member, namespace, name string, out *outcome) *writer {
-	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out}
+	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
 }
 
 func (w *writer) key(kind, name string) trackKey {
@@ -127,13 +129,17 @@ func (w *writer) do(kind, verb string, fn func() error) error {
 
 func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == api.ManagedBy }
 
-// ensureNamespace creates the service's namespace when the member lacks it.
-// It is never deleted: users may have put things in it since.
+// ensureNamespace creates the service's namespace when the member lacks it,
+// if the controller may (Options.CreateNamespaces); else it says how to
+// have it. It is never deleted: users may have put things in it since.
 func (w *writer) ensureNamespace(ctx context.Context) error {
 	// A Namespace is of no namespace: keyed as its informer delivers it.
 	key := trackKey{cluster: w.m.Name, kind: "Namespace", name: w.namespace}
 	if w.m.HasNamespace(w.namespace) || w.track.latest(key, nil) != nil {
 		return nil
+	}
+	if !w.createNamespaces {
+		return fmt.Errorf("%s has no namespace %s, and mcs-controller creates none without --create-namespaces: create it there, or see docs/operations.md, \"Namespaces in consumers\"", w.m.Name, w.namespace)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
 	return w.do("Namespace", "create", func() error {

@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"golang.org/x/time/rate"
 
@@ -65,6 +64,13 @@ type Options struct {
 	// DefaultExports is where a member that no bound narrows may export
 	// from (hubnamespaces.go); the zero value, anywhere.
 	DefaultExports DefaultExports
+	// CreateNamespaces lets the controller create a service's namespace
+	// in a consumer that lacks it (--create-namespaces). Off by default:
+	// a namespace named like a domain (com) makes a Service in it answer
+	// names outside the cluster through the pods' search path, so making
+	// one is the member's operator's choice (kubectl mcs join
+	// --create-namespaces grants it).
+	CreateNamespaces bool
 	// MaxImportedEndpoints bounds the endpoints of a service imported
 	// from one provider (desired.Input.MaxEndpoints); 0: no bound.
 	MaxImportedEndpoints int
@@ -408,7 +414,7 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 	if labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
 		// Someone else's change to an imported slice is undone by a sync
 		// (the echo of the controller's own write never gets here).
-		if svc := labels[mcsv1b1.LabelServiceName]; svc != "" {
+		if svc := members.ImportedService(labels); svc != "" {
 			c.changed(cluster, a.namespace, svc)
 		}
 		return

@@ -87,6 +87,8 @@ type fixture struct {
 	maxObjects int                 // --member-max-objects
 	maxBytes   int64               // --member-max-mib, in bytes
 	maxExports int                 // --member-max-exports
+	// noNamespaces: without --create-namespaces.
+	noNamespaces bool
 	// registration, when set, changes how the members are registered
 	// (rotation_test.go: by Secrets on the hub).
 	registration func(*members.Options)
@@ -106,6 +108,10 @@ func alphaMembers(names ...string) option {
 
 // withOptions runs the controller with its namespace and allowed exports.
 func withOptions(o Options) option { return func(f *fixture) { f.opts = o } }
+
+// withoutNamespaces runs the controller without --create-namespaces, which
+// the other tests give it: their worlds leave namespaces out.
+func withoutNamespaces() option { return func(f *fixture) { f.noNamespaces = true } }
 
 // withBounds bounds the namespaces members export from, by member.
 func withBounds(b map[string][]string) option { return func(f *fixture) { f.bounds = b } }
@@ -198,6 +204,7 @@ func (f *fixture) start() {
 	opts := f.opts
 	opts.HubKube, opts.HubMCS, opts.Members, opts.Workers = f.hubKube, f.hubMCS, reg, 1
 	opts.Namespace = cmp.Or(opts.Namespace, controllerNamespace)
+	opts.CreateNamespaces = !f.noNamespaces
 	f.c = New(opts)
 	f.c.crdPoll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

@@ -122,10 +122,9 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 }
 
 // setImportSpec sets what the controller owns of a ServiceImport. The
-// strategy annotation is set while a MultiClusterService enables native
-// names, and removed when none does from ours, and from another's import
-// when the controller added it there; another's import keeps the labels
-// and annotations its owner gave it.
+// strategy annotation is set on its own import while a MultiClusterService
+// enables native names, and removed when none does; another's import keeps
+// the labels and annotations its owner gave it (setOthersImportMeta).
 func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
 	imp.Spec.Type = mcsv1b1.ClusterSetIP
 	if plan.Import.Headless {
@@ -147,7 +146,7 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 	if ours(imp) {
 		setOwnImportMeta(imp, plan)
 	} else {
-		setOthersImportMeta(imp, plan)
+		setOthersImportMeta(imp)
 	}
 }
 
@@ -169,30 +168,22 @@ func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 	}
 }
 
-// setOthersImportMeta sets the strategy annotation (and LocalFirst's
-// policy) on another's import, and notes that the controller filled it in,
-// and whether it added the strategy; the labels and other annotations are
-// its owner's.
-func setOthersImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
-	_, had := imp.Annotations[api.AnnotationStrategy]
-	added := imp.Annotations[api.AnnotationFilled] == api.FilledStrategy
+// setOthersImportMeta notes on another's import that the controller filled
+// it in; the labels and other annotations are its owner's. It never sets
+// the strategy annotation there: that would make coredns-mcs answer the
+// service's cluster.local name from an import the controller does not own,
+// and the member's admission policy refuses it (docs/concepts.md,
+// "Trust"). The strategy an older controller added (api.FilledStrategy)
+// is taken back.
+func setOthersImportMeta(imp *mcsv1b1.ServiceImport) {
 	imp.Annotations = maps.Clone(imp.Annotations)
 	if imp.Annotations == nil {
 		imp.Annotations = map[string]string{}
 	}
-	switch {
-	case plan.Native != nil:
+	if imp.Annotations[api.AnnotationFilled] == api.FilledStrategy {
 		desired.DropNative(imp.Annotations)
-		maps.Copy(imp.Annotations, plan.Native)
-		added = added || !had
-	case added:
-		desired.DropNative(imp.Annotations)
-		added = false
 	}
 	imp.Annotations[api.AnnotationFilled] = api.FilledSpec
-	if added {
-		imp.Annotations[api.AnnotationFilled] = api.FilledStrategy
-	}
 }
 
 // writeImport writes have with change made to it, and returns the import

@@ -41,8 +41,10 @@ func TestOthersImportLeftAlone(t *testing.T) {
 
 // An import the controller fills that is not its own owns nothing of the
 // controller's (deleting it must not collect derived-<svc>); once nothing
-// provides the service, the controller takes back what it filled in,
-// the strategy annotation it added included, and nothing else.
+// provides the service, the controller takes back what it filled in, and
+// nothing else. It never adds the strategy annotation there, which would
+// make coredns-mcs answer the service's cluster.local name from another's
+// import.
 func TestOthersImportFilledAndGivenBack(t *testing.T) {
 	f := newFixture(t, world{
 		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
@@ -65,7 +67,7 @@ func TestOthersImportFilledAndGivenBack(t *testing.T) {
 		t.Errorf("imported slice owners %v, want none", s.OwnerReferences)
 	}
 	imp := f.importOf(m2, "foo")
-	if imp.Annotations[api.AnnotationStrategy] != "LocalFirst" || imp.Annotations[api.AnnotationFilled] != api.FilledStrategy || imp.Labels["app.kubernetes.io/managed-by"] != "karmada" {
+	if _, ok := imp.Annotations[api.AnnotationStrategy]; ok || imp.Annotations[api.AnnotationFilled] != api.FilledSpec || imp.Labels["app.kubernetes.io/managed-by"] != "karmada" {
 		t.Errorf("filled import %+v", imp.ObjectMeta)
 	}
 	expect(t, "again", f.sync("demo/foo"), writes{})
@@ -113,21 +115,18 @@ func TestImportReady(t *testing.T) {
 // LocalFirst's policy rides on the import as annotations: a change of it is
 // one write per consumption cluster (the import; its status follows the
 // generation), and without it the import is as before, the strategy alone.
-// On another's import the controller takes the policy back with the
-// strategy it added.
 func TestLocalFirstPolicyCarried(t *testing.T) {
 	mcs := multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}, true)
 	mcs.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To[int32](2), FailoverOrder: []v1alpha1.ClusterName{m3, m1}}
 	f := newFixture(t, world{
 		hub: {mcs},
 		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
-		m2:  {ns1(), othersImport("foo")},
+		m2:  {ns1()},
 		m3:  {ns1(), service("foo", false, t0), slice("foo", "foo-3", 1, "10.3.0.1")},
 	})
 	f.sync("demo/foo")
 	want := map[string]string{
 		api.AnnotationStrategy: "LocalFirst", api.AnnotationMinReadyEndpoints: "2", api.AnnotationFailoverOrder: "member3,member1",
-		api.AnnotationFilled: api.FilledStrategy,
 	}
 	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
 		t.Errorf("import annotations %v, want %v", got, want)
@@ -144,13 +143,27 @@ func TestLocalFirstPolicyCarried(t *testing.T) {
 		t.Errorf("import annotations %v, want %v", got, want)
 	}
 
-	gone := f.mcsOf("foo")
-	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	f.change(hub, gone, "update")
-	f.sync("demo/foo")
-	if got := f.importOf(m2, "foo").Annotations; len(got) != 0 {
-		t.Errorf("import given back with annotations %v, want none", got)
+}
+
+// The strategy and LocalFirst's policy that an older controller added to
+// another's import (api.FilledStrategy) are taken back at its next sync,
+// the owner's annotations kept.
+func TestStrategyTakenBackFromOthersImport(t *testing.T) {
+	others := othersImport("foo")
+	others.Annotations = map[string]string{
+		api.AnnotationStrategy: "LocalFirst", api.AnnotationMinReadyEndpoints: "2", api.AnnotationFilled: api.FilledStrategy, "team": "shop",
 	}
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1(), others},
+	})
+	f.sync("demo/foo")
+	want := map[string]string{api.AnnotationFilled: api.FilledSpec, "team": "shop"}
+	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
+		t.Errorf("another's import annotated %v, want %v", got, want)
+	}
+	expect(t, "again", f.sync("demo/foo"), writes{})
 }
 
 // A mutating webhook that adds a label and an annotation to every

@@ -68,6 +68,7 @@ func start(t *testing.T, kubeconfig string, namespaces ...string) (stop func()) 
 	c := controller.New(controller.Options{
 		HubKube: kubernetes.NewForConfigOrDie(hub), HubMCS: mcsclient.NewForConfigOrDie(hub),
 		Members: reg, Namespaces: namespaces, Workers: 4, StaleAfter: 20 * time.Second,
+		CreateNamespaces: true, // the tests make a namespace in the providers only
 	})
 	renewer := &leases.Renewer{Members: reg, Holder: t.Name(), Duration: 20 * time.Second, Every: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())

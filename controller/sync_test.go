@@ -58,7 +58,7 @@ func firstImport(name string, slices ...string) []string {
 }
 
 // Story 1: foo runs in member1 only; a MultiClusterService provides it to
-// member2, LocalFirst. member2 lacks the namespace and gets it.
+// member2, LocalFirst. member2 lacks the namespace and gets it (--create-namespaces).
 func TestStoryOne(t *testing.T) {
 	f := newFixture(t, world{
 		hub: {multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}, false)},

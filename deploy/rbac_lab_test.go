@@ -57,7 +57,7 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 	account := func(name string) string { return ns + "-" + name }
 	// The members' admission policy is in force before the controller
 	// writes: every write below passes it.
-	m1Token, m2Token := l.TokenKubeconfig(t, m1, ns, account("mcs-controller")), l.TokenKubeconfig(t, m2, ns, account("mcs-controller"))
+	m1Token, m2Token := l.TokenKubeconfig(t, m1, ns, account("mcs-member")), l.TokenKubeconfig(t, m2, ns, account("mcs-member"))
 	policyInForce(t, m1Token, m1, ns)
 	policyInForce(t, m2Token, m2, ns)
 
@@ -95,6 +95,7 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 		{Verb: "delete", Resource: "pods", Namespace: ns},
 		{Verb: "create", Resource: "configmaps", Namespace: ns},
 		{Verb: "update", Resource: "namespaces", Name: ns},
+		{Verb: "create", Resource: "namespaces"}, // kubectl mcs join --create-namespaces grants it
 		{Verb: "delete", Resource: "namespaces", Name: ns},
 		{Verb: "create", Group: mcsv1beta1.GroupName, Resource: "serviceexports", Namespace: ns},
 		{Verb: "delete", Group: mcsv1beta1.GroupName, Resource: "serviceexports", Namespace: ns},
@@ -103,6 +104,7 @@ func TestRunsUnderTheDeployedRBAC(t *testing.T) {
 	}
 	denied(t, m1Token, m1, ns, memberDenied)
 	refusedByPolicy(t, m1Token, m1, apps)
+	writesOnlyItsOwn(t, m1Token, m1, ns, apps)
 	var writes []authorizationv1.ResourceAttributes
 	for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
 		for _, r := range []authorizationv1.ResourceAttributes{
@@ -166,7 +168,7 @@ func rename(u *unstructured.Unstructured, ns string, moveNamespaced bool) {
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
 	for _, c := range conditions {
 		c := c.(map[string]any)
-		c["expression"] = strings.ReplaceAll(c["expression"].(string), "system:serviceaccount:mcs-system:mcs-controller", "system:serviceaccount:"+ns+":"+ns+"-mcs-controller")
+		c["expression"] = strings.ReplaceAll(c["expression"].(string), "system:serviceaccount:mcs-system:mcs-member", "system:serviceaccount:"+ns+":"+ns+"-mcs-member")
 	}
 	if conditions != nil {
 		_ = unstructured.SetNestedSlice(u.Object, conditions, "spec", "matchConditions")
@@ -334,7 +336,7 @@ func policyInForce(t *testing.T, kubeconfig, cluster, ns string) {
 // account of kubeconfig every write a stolen token would make, which its
 // RBAC allows: endpoints for default/kubernetes, objects in kube-system,
 // a user's objects changed or deleted, a Service with externalIPs, a
-// slice joined to a user's Service, a kube-* namespace.
+// slice joined to a user's Service (namespaces: writesOnlyItsOwn).
 func refusedByPolicy(t *testing.T, kubeconfig, cluster, apps string) {
 	t.Helper()
 	client := clientOf(t, kubeconfig)
@@ -390,10 +392,6 @@ func refusedByPolicy(t *testing.T, kubeconfig, cluster, apps string) {
 		},
 		"a slice joined to the user's Service": func() error {
 			_, err := client.DiscoveryV1().EndpointSlices(apps).Create(ctx, slice(apps, "foo"), metav1.CreateOptions{})
-			return err
-		},
-		"a kube-* namespace": func() error {
-			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-evil", Labels: ours}}, metav1.CreateOptions{})
 			return err
 		},
 	} {

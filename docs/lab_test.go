@@ -282,6 +282,6 @@ func startController(t *testing.T, namespaces []string) (ready func() error) {
 	p, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"),
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
 		"--namespace", l.Namespace(t, labtest.Hub), "--watch-namespaces", strings.Join(namespaces, ","),
-		"--leader-elect=false", "--probe-interval", "1s")
+		"--leader-elect=false", "--probe-interval", "1s", "--create-namespaces")
 	return func() error { return p.WaitFor(t.Context(), startTimeout, process.HTTPOK("http://"+addr+"/readyz")) }
 }

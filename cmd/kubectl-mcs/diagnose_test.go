@@ -237,7 +237,7 @@ func TestDiagnoseHealthy(t *testing.T) {
 // Each break of one link makes diagnose name that link first, with the
 // problem and the fix a user reads.
 func TestDiagnoseNamesTheFirstBrokenLink(t *testing.T) {
-	const controller = "system:serviceaccount:mcs-system:mcs-controller"
+	const controller = "system:serviceaccount:mcs-system:mcs-member"
 	const coredns = "system:serviceaccount:kube-system:coredns"
 	for _, tc := range []struct {
 		name                        string

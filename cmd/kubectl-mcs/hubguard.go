@@ -23,35 +23,37 @@ func (o *writeOptions) clients() (kubernetes.Interface, *memberClients, error) {
 }
 
 // clusters are the hub's and the member's clients, once they are sure to
-// reach two clusters.
-func (o *writeOptions) clusters(ctx context.Context) (kubernetes.Interface, *memberClients, error) {
-	hub, m, err := o.clients()
+// reach two clusters, or the hub twice with --hub-as-member (isHub).
+func (o *writeOptions) clusters(ctx context.Context) (hub kubernetes.Interface, m *memberClients, isHub bool, err error) {
+	hub, m, err = o.clients()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	if _, err := notTheHub(ctx, hub, m.kube, *o.flags.Context); err != nil {
-		return nil, nil, err
+	if _, isHub, err = notTheHub(ctx, hub, m.kube, *o.flags.Context, o.hubAsMember); err != nil {
+		return nil, nil, false, err
 	}
-	return hub, m, nil
+	return hub, m, isHub, nil
 }
 
-// notTheHub refuses a member context that reaches the hub's API server:
-// what join and unjoin write into a member, and delete there (the
-// controller's own ServiceAccount among it), must never land on the hub.
-// It returns the hub's identity.
-func notTheHub(ctx context.Context, hub, member kubernetes.Interface, memberContext string) (types.UID, error) {
+// notTheHub refuses a member context that reaches the hub's API server
+// unless allowed (--hub-as-member): what join and unjoin write into a
+// member, and delete there, must land on the hub only when the operator
+// means it. The member account is not the controller's (deploy/member), so
+// a hub joined as a member hands its Secret none of the controller's
+// rights. It returns the hub's identity, and whether the member is the hub.
+func notTheHub(ctx context.Context, hub, member kubernetes.Interface, memberContext string, allowed bool) (types.UID, bool, error) {
 	hubID, err := clusterID(ctx, hub)
 	if err != nil {
-		return "", fmt.Errorf("the hub: %w", err)
+		return "", false, fmt.Errorf("the hub: %w", err)
 	}
 	memberID, err := clusterID(ctx, member)
 	if err != nil {
-		return "", fmt.Errorf("the member (context %q): %w", memberContext, err)
+		return "", false, fmt.Errorf("the member (context %q): %w", memberContext, err)
 	}
-	if hubID == memberID {
-		return "", fmt.Errorf("context %q reaches the hub's API server (both clusters' namespace kube-system is %s): name the member's own context with --context or --member-context CLUSTER=CONTEXT; nothing was changed", memberContext, hubID)
+	if hubID == memberID && !allowed {
+		return "", false, fmt.Errorf("context %q reaches the hub's API server (both clusters' namespace kube-system is %s): name the member's own context with --context or --member-context CLUSTER=CONTEXT, or give --hub-as-member to make the hub a member too; nothing was changed", memberContext, hubID)
 	}
-	return hubID, nil
+	return hubID, hubID == memberID, nil
 }
 
 // clusterID tells a cluster apart whatever address or credentials reach it:

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // join and unjoin refuse a member context that reaches the hub's API
@@ -41,6 +44,32 @@ func TestRefuseTheHubAsMember(t *testing.T) {
 		mu.Unlock()
 		if want := []string{"GET /api/v1/namespaces/kube-system", "GET /api/v1/namespaces/kube-system"}; !slices.Equal(asked, want) {
 			t.Errorf("%s with the hub as the member asked %v, want only %v", sub, asked, want)
+		}
+	}
+}
+
+// --hub-as-member lets a member context that reaches the hub through, and
+// says so, so that join and unjoin keep the hub controller's own account;
+// two clusters are two clusters with or without it.
+func TestHubAsMember(t *testing.T) {
+	hub, other := kubefake.NewClientset(kubeSystem("hub")), kubefake.NewClientset(kubeSystem("member1"))
+	for _, tc := range []struct {
+		name          string
+		member        kubernetes.Interface
+		allowed       bool
+		isHub, refuse bool
+	}{
+		{"the hub, refused", hub, false, false, true},
+		{"the hub, asked for", hub, true, true, false},
+		{"another cluster", other, false, false, false},
+		{"another cluster, with the flag", other, true, false, false},
+	} {
+		id, isHub, err := notTheHub(t.Context(), hub, tc.member, "ctx", tc.allowed)
+		switch {
+		case tc.refuse && (err == nil || !strings.Contains(err.Error(), "or give --hub-as-member")):
+			t.Errorf("%s: %v, want refused naming --hub-as-member", tc.name, err)
+		case !tc.refuse && (err != nil || isHub != tc.isHub || id != "kube-system-of-hub"):
+			t.Errorf("%s: %q %v %v, want the hub's identity, isHub %v", tc.name, id, isHub, err, tc.isHub)
 		}
 	}
 }

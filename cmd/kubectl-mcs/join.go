@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,16 +29,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
 	"github.com/coredns-mcs/coredns-mcs/deploy/member"
 )
 
 // fieldManager owns what kubectl mcs applies (server-side apply).
 const fieldManager = "kubectl-mcs"
 
-// The controller's account in every member (deploy/member).
+// The member account, the controller's identity in every member
+// (deploy/member).
 const (
-	memberNamespace = "mcs-system"
-	serviceAccount  = "mcs-controller"
+	memberNamespace = credentials.Namespace
+	serviceAccount  = credentials.ServiceAccount
 )
 
 // hubOptions are the flags the subcommands share. -n (kubectl's
@@ -72,11 +75,14 @@ type writeOptions struct {
 	hubOptions
 	verb   string // join or unjoin, as errors name it
 	dryRun string
+	// hubAsMember lets the member context reach the hub's API server.
+	hubAsMember bool
 }
 
 func (o *writeOptions) addFlags(cmd *cobra.Command) {
 	o.hubOptions.addFlags(cmd)
 	cmd.Flags().StringVar(&o.dryRun, "dry-run", "none", `"server": the API servers check every write and keep none, as kubectl's --dry-run=server`)
+	cmd.Flags().BoolVar(&o.hubAsMember, "hub-as-member", false, "the member is the hub itself (its context reaches the hub's API server), on purpose; refused without it")
 }
 
 // dryRunAll is the writes' dryRun option: nil, or All with --dry-run=server.
@@ -115,6 +121,9 @@ type joinOptions struct {
 	// exportNamespaces, when set, bounds the namespaces the member may
 	// export from (the Secret's annotation); nil keeps the Secret's.
 	exportNamespaces *string
+	// createNamespaces, when set, grants (or takes back) the member
+	// account's leave to create namespaces; nil keeps what the member has.
+	createNamespaces *bool
 }
 
 func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -124,14 +133,21 @@ func newJoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
 		Short: "Register a member cluster with mcs-controller, or renew its token",
 		Long: `join makes member cluster CLUSTER known to mcs-controller:
   - in the member (--context, or --member-context CLUSTER=CONTEXT; never the current context, and
-    never a context that reaches the hub's API server, which join refuses): namespace mcs-system,
-    the ServiceAccount mcs-controller, its RBAC and the admission policy that bounds what it may
-    write, exactly deploy/member's manifests;
+    never a context that reaches the hub's API server unless --hub-as-member says so): namespace
+    mcs-system, the member account (the ServiceAccount mcs-member, not the hub controller's
+    mcs-controller), its RBAC and the admission policy that bounds what it may write, exactly
+    deploy/member's manifests; with --create-namespaces, its leave to create the namespaces of
+    the services it imports (mcs-controller --create-namespaces uses it), which
+    --create-namespaces=false takes back;
   - a token of that ServiceAccount, bounded in time (--duration; the API server may cap it);
   - on the hub (--hub-context), in the controller's namespace (--controller-namespace, default
     mcs-system): the Secret
     CLUSTER, labelled mcs.coredns-mcs.io/cluster=CLUSTER, holding a kubeconfig with that token, and
     annotated mcs.coredns-mcs.io/credential-expires with when it expires.
+  - then, once the Secret holds the new token, the account join made before the member account had
+    a name of its own (mcs-system/mcs-controller in the member, its RBAC and admission policy): it
+    deletes them, which revokes that account's tokens; on the hub itself the ServiceAccount stays,
+    as it is the controller's.
 mcs-controller renews the token before it expires and writes the new one into the Secret. Run join
 again to rotate it at once (after deleting the ServiceAccount to revoke a leaked token, say): the
 controller takes the new Secret up without a restart.`,
@@ -153,6 +169,12 @@ controller takes the new Secret up without a restart.`,
 		o.exportNamespaces = &v
 		return nil
 	})
+	cmd.Flags().Func("create-namespaces", "true: let the controller create the namespaces of the services it imports into the member (with mcs-controller --create-namespaces); false: take that back; without it, what the member has is kept", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		o.createNamespaces = &b
+		return err
+	})
+	cmd.Flags().Lookup("create-namespaces").NoOptDefVal = "true"
 	cmd.Flags().StringVar(&o.server, "member-server", "", "the member's API server address as the hub's pods reach it (default: the --context's server)")
 	return cmd
 }
@@ -168,7 +190,7 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	hub, m, err := o.clusters(ctx)
+	hub, m, isHub, err := o.clusters(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,6 +198,9 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 		if err := m.each(doc, m.apply(ctx, dryRun)); err != nil {
 			return fmt.Errorf("the member: %w", err)
 		}
+	}
+	if err := o.grantNamespaces(ctx, m, dryRun); err != nil {
+		return fmt.Errorf("the member: %w", err)
 	}
 	token, err := o.token(ctx, m, dryRun)
 	if err != nil {
@@ -188,6 +213,17 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	if err := o.saveSecret(ctx, hub, cluster, kubeconfig, token.Status.ExpirationTimestamp, dryRun); err != nil {
 		return err
 	}
+	keep := func(*unstructured.Unstructured) bool { return false }
+	if isHub {
+		keep = legacyAccount
+	}
+	moved, err := m.deleteEach(ctx, []byte(legacyAccess), dryRun, keep)
+	if err != nil {
+		return fmt.Errorf("the member: the old account's access: %w (the Secret holds the new token already; run join again)", err)
+	}
+	if moved > 0 {
+		fmt.Fprintf(o.streams.Out, "%s: the old account %s/mcs-controller's access deleted there (%d objects); the controller now reaches it as %s/%s\n", cluster, memberNamespace, moved, memberNamespace, serviceAccount)
+	}
 	if dryRun != nil {
 		fmt.Fprintf(o.streams.Out, "%s would join: the member and the hub accept every write (dry run)\n", cluster)
 		return nil
@@ -197,7 +233,21 @@ func (o *joinOptions) run(ctx context.Context, cluster string) error {
 	return nil
 }
 
-// token is a token of the controller's ServiceAccount; none in a dry run,
+// grantNamespaces applies, or with --create-namespaces=false deletes, the
+// member account's leave to create namespaces; without the flag, what the
+// member has stays.
+func (o *joinOptions) grantNamespaces(ctx context.Context, m *memberClients, dryRun []string) error {
+	switch {
+	case o.createNamespaces == nil:
+		return nil
+	case *o.createNamespaces:
+		return m.each(member.ControllerNamespaces, m.apply(ctx, dryRun))
+	}
+	_, err := m.deleteEach(ctx, member.ControllerNamespaces, dryRun, nil)
+	return err
+}
+
+// token is a token of the member account; none in a dry run,
 // where the account may not exist.
 func (o *joinOptions) token(ctx context.Context, m *memberClients, dryRun []string) (*authenticationv1.TokenRequest, error) {
 	if dryRun != nil {

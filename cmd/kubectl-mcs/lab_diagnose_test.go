@@ -88,7 +88,7 @@ func TestDiagnose(t *testing.T) {
 	}
 	{ // controller RBAC
 		t.Log("breaking: controller RBAC")
-		del(t, l.Client(t, labtest.Member2).RbacV1().ClusterRoleBindings(), "mcs-controller-member")
+		del(t, l.Client(t, labtest.Member2).RbacV1().ClusterRoleBindings(), "mcs-member")
 		d.names(t, linkMember, labtest.Member2, "denied: ", "kubectl mcs join member2 --context member2")
 		joinLab(t, labtest.Member2, ctl)
 		d.healthy(t)

@@ -55,7 +55,7 @@ func TestControllerRenewsCredentials(t *testing.T) {
 		}
 		return nil
 	})
-	if who := whoAmI(t, memberToken(t, ctl)); who != "system:serviceaccount:mcs-system:mcs-controller" {
+	if who := whoAmI(t, memberToken(t, ctl)); who != "system:serviceaccount:mcs-system:mcs-member" {
 		t.Errorf("the renewed token authenticates as %q, want the controller's ServiceAccount", who)
 	}
 	renewedExpiry(t, addr, 29*24*time.Hour)
@@ -63,7 +63,7 @@ func TestControllerRenewsCredentials(t *testing.T) {
 	imported(t, apps)
 
 	// A leaked token revoked: its ServiceAccount deleted, then join again.
-	if err := l.Client(t, labtest.Member3).CoreV1().ServiceAccounts("mcs-system").Delete(t.Context(), "mcs-controller", metav1.DeleteOptions{}); err != nil {
+	if err := l.Client(t, labtest.Member3).CoreV1().ServiceAccounts("mcs-system").Delete(t.Context(), "mcs-member", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reachable(t, addr, 0)

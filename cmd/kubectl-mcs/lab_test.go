@@ -60,7 +60,7 @@ func TestJoinAndUnjoin(t *testing.T) {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
 	first := memberToken(t, ns)
-	if who := whoAmI(t, first); who != "system:serviceaccount:mcs-system:mcs-controller" {
+	if who := whoAmI(t, first); who != "system:serviceaccount:mcs-system:mcs-member" {
 		t.Errorf("the Secret's kubeconfig authenticates as %q, want the controller's ServiceAccount", who)
 	}
 

@@ -68,8 +68,8 @@ func TestUnjoinLeavesNothing(t *testing.T) {
 	if err := sourceLease(t.Context(), t, labtest.Member1); !apierrors.IsNotFound(err) {
 		t.Errorf("member1's Lease source-member3 after unjoin: %v, want it gone", err)
 	}
-	if _, err := l.Client(t, labtest.Member3).CoreV1().ServiceAccounts("mcs-system").Get(t.Context(), "mcs-controller", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("member3's ServiceAccount mcs-controller after unjoin: %v, want it gone", err)
+	if _, err := l.Client(t, labtest.Member3).CoreV1().ServiceAccounts("mcs-system").Get(t.Context(), "mcs-member", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("member3's ServiceAccount mcs-member after unjoin: %v, want it gone", err)
 	}
 }
 

@@ -52,12 +52,14 @@ func newUnjoin(flags *genericclioptions.ConfigFlags, streams genericiooptions.IO
     labelled app.kubernetes.io/managed-by=mcs-controller.coredns-mcs.io, no ServiceImport of yours
     that the controller filled in. What is left then, it deletes itself (your ServiceImports it
     empties, as the controller does, and never deletes), and the Leases source-* in mcs-system;
-  - then it deletes the ServiceAccount mcs-controller and its RBAC in the member, which revokes
-    every token join made;
+  - then it deletes the member account (the ServiceAccount mcs-member) and its RBAC in the member,
+    which revokes every token join made, and what is left of the account join made before that one
+    had a name of its own (mcs-controller's member RBAC; its ServiceAccount too, but on the hub);
   - and the Lease source-CLUSTER in every other member the hub's Secrets name, each reached through
     the context of its name or the one --member-context maps it to, so that no CoreDNS there counts
     CLUSTER as a stale source for ever.
-It refuses, changing nothing, a member context that reaches the hub's API server. Namespace
+It refuses, changing nothing, a member context that reaches the hub's API server, unless
+--hub-as-member says the hub is a member too. Namespace
 mcs-system stays in the member (CoreDNS's RBAC lives there), and so do the namespaces the controller
 made. A Lease it cannot delete in another member is named, with the command that deletes it, and
 unjoin exits 1 once it has done the rest.`,
@@ -91,7 +93,7 @@ func (o *unjoinOptions) run(ctx context.Context, cluster string) error {
 		return err
 	}
 	u := &unjoin{
-		cluster: cluster, namespace: o.controllerNamespace, context: *o.flags.Context,
+		cluster: cluster, namespace: o.controllerNamespace, context: *o.flags.Context, hubAsMember: o.hubAsMember,
 		dryRun: dryRun, timeout: o.timeout, clock: clock.RealClock{},
 		out: o.streams.Out, progress: o.streams.ErrOut,
 		hub: hub, member: m, other: o.other,
@@ -120,18 +122,20 @@ type unjoin struct {
 	cluster   string
 	namespace string // the controller's, on the hub
 	context   string // the member's
-	dryRun    []string
-	timeout   time.Duration
-	clock     waitClock
-	out       io.Writer
-	progress  io.Writer
-	hub       kubernetes.Interface
-	member    *memberClients
-	other     func(cluster string) (kubernetes.Interface, error)
+	// hubAsMember: the member may be the hub (--hub-as-member).
+	hubAsMember bool
+	dryRun      []string
+	timeout     time.Duration
+	clock       waitClock
+	out         io.Writer
+	progress    io.Writer
+	hub         kubernetes.Interface
+	member      *memberClients
+	other       func(cluster string) (kubernetes.Interface, error)
 }
 
 func (u *unjoin) run(ctx context.Context) error {
-	hubID, err := notTheHub(ctx, u.hub, u.member.kube, u.context)
+	hubID, isHub, err := notTheHub(ctx, u.hub, u.member.kube, u.context, u.hubAsMember)
 	if err != nil {
 		return err
 	}
@@ -147,7 +151,7 @@ func (u *unjoin) run(ctx context.Context) error {
 	if err := u.clean(ctx, left); err != nil {
 		return fmt.Errorf("the member: %w", err)
 	}
-	if err := u.removeAccess(ctx); err != nil {
+	if err := u.removeAccess(ctx, isHub); err != nil {
 		return fmt.Errorf("the member: %w", err)
 	}
 	forgotten, failed := u.forgetElsewhere(ctx, hubID)
@@ -339,15 +343,21 @@ func (u *unjoin) updateImport(ctx context.Context, write func(context.Context, *
 	return write(ctx, &unstructured.Unstructured{Object: content}, metav1.UpdateOptions{DryRun: u.dryRun})
 }
 
-// removeAccess deletes deploy/member's controller RBAC in the member,
-// which revokes every token of its ServiceAccount.
-func (u *unjoin) removeAccess(ctx context.Context) error {
-	return u.member.each(member.ControllerRBAC, func(r dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
-		if err := r.Delete(ctx, obj.GetName(), metav1.DeleteOptions{DryRun: u.dryRun}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+// removeAccess deletes deploy/member's RBAC of the member account in the
+// member, which revokes every token of its ServiceAccount, and what is
+// left of the account before it (legacyAccess), whose ServiceAccount on
+// the hub is the controller's own and stays.
+func (u *unjoin) removeAccess(ctx context.Context, isHub bool) error {
+	var keep func(*unstructured.Unstructured) bool
+	if isHub {
+		keep = legacyAccount
+	}
+	for _, doc := range [][]byte{member.ControllerNamespaces, member.ControllerRBAC, []byte(legacyAccess)} {
+		if _, err := u.member.deleteEach(ctx, doc, u.dryRun, keep); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // forgetElsewhere deletes the controller's Lease source-<member> in every

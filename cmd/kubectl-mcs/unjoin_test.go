@@ -48,6 +48,8 @@ type fleet struct {
 	out     bytes.Buffer
 	ns      string
 	timeout time.Duration
+	// hubAsMember: unjoin runs with --hub-as-member.
+	hubAsMember bool
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -90,7 +92,8 @@ func newFleet(t *testing.T) *fleet {
 		object("coordination.k8s.io/v1", "Lease", api.LeaseNamespace, "source-member1", ours, nil),
 		object("coordination.k8s.io/v1", "Lease", api.LeaseNamespace, "source-member3", ours, nil),
 		object("coordination.k8s.io/v1", "Lease", api.LeaseNamespace, "source-mine", nil, nil), // a user's
-		object("v1", "ServiceAccount", "mcs-system", "mcs-controller", nil, nil),
+		object("v1", "ServiceAccount", "mcs-system", "mcs-member", nil, nil),
+		object("v1", "ServiceAccount", "mcs-system", "mcs-controller", nil, nil), // the account before mcs-member
 	)
 	f.logged("member3", &f.member.Fake)
 	return f
@@ -127,7 +130,7 @@ func describe(cluster string, a clienttesting.Action) string {
 }
 
 func (f *fleet) unjoin(member string) *unjoin {
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "discovery.k8s.io", Version: "v1"}, {Group: "multicluster.x-k8s.io", Version: "v1beta1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"}})
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "discovery.k8s.io", Version: "v1"}, {Group: "multicluster.x-k8s.io", Version: "v1beta1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"}, {Group: "admissionregistration.k8s.io", Version: "v1"}})
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
 		scope meta.RESTScope
@@ -140,11 +143,13 @@ func (f *fleet) unjoin(member string) *unjoin {
 		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}, meta.RESTScopeRoot},
 		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, meta.RESTScopeNamespace},
 		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}, meta.RESTScopeRoot},
 	} {
 		mapper.Add(k.gvk, k.scope)
 	}
 	return &unjoin{
-		cluster: "member3", namespace: f.ns, context: member, timeout: f.timeout, clock: f.clock,
+		cluster: "member3", namespace: f.ns, context: member, hubAsMember: f.hubAsMember, timeout: f.timeout, clock: f.clock,
 		out: &f.out, progress: &f.out, hub: f.hub,
 		member: &memberClients{kube: f.kube[member], dyn: f.member, mapper: mapper},
 		other:  func(c string) (kubernetes.Interface, error) { return f.kube[c], nil },
@@ -213,21 +218,35 @@ var (
 		"member3 delete leases mcs-system/source-member1",
 		"member3 delete leases mcs-system/source-member3",
 	}
-	unjoinEnd = []string{
-		"member3 delete serviceaccounts mcs-system/mcs-controller",
-		"member3 delete clusterroles mcs-controller-member",
+	// The member account's access, then the old account's.
+	removeAccess = []string{
+		"member3 delete clusterroles mcs-member-namespaces",
+		"member3 delete clusterrolebindings mcs-member-namespaces",
+		"member3 delete serviceaccounts mcs-system/mcs-member",
+		"member3 delete clusterroles mcs-member",
+		"member3 delete clusterrolebindings mcs-member",
+		"member3 delete roles mcs-system/mcs-member-leases",
+		"member3 delete rolebindings mcs-system/mcs-member-leases",
+		"member3 delete roles mcs-system/mcs-member-token",
+		"member3 delete rolebindings mcs-system/mcs-member-token",
+		"member3 delete validatingadmissionpolicybindings mcs-controller-member",
+		"member3 delete validatingadmissionpolicies mcs-controller-member",
 		"member3 delete clusterrolebindings mcs-controller-member",
-		"member3 delete roles mcs-system/mcs-controller-leases",
+		"member3 delete clusterroles mcs-controller-member",
 		"member3 delete rolebindings mcs-system/mcs-controller-leases",
-		"member3 delete roles mcs-system/mcs-controller-token",
+		"member3 delete roles mcs-system/mcs-controller-leases",
 		"member3 delete rolebindings mcs-system/mcs-controller-token",
+		"member3 delete roles mcs-system/mcs-controller-token",
+	}
+	unjoinEnd = slices.Concat(removeAccess, []string{
+		"member3 delete serviceaccounts mcs-system/mcs-controller",
 		"hub list secrets mcs-system mcs.coredns-mcs.io/cluster",
 		"member1 get namespaces kube-system",
 		"member1 get leases mcs-system/source-member3",
 		"member1 delete leases mcs-system/source-member3",
 		"member2 get namespaces kube-system",
 		"member2 get leases mcs-system/source-member3",
-	}
+	})
 )
 
 // unjoin deletes the hub's Secret first, so that the controller retires
@@ -324,6 +343,25 @@ func TestUnjoinRefusesTheHub(t *testing.T) {
 		t.Fatalf("unjoin with the hub as the member: %v, want refused", err)
 	}
 	f.requests(t, []string{"hub get namespaces kube-system", "hub get namespaces kube-system"})
+}
+
+// With --hub-as-member, a member context that reaches the hub is unjoined
+// like any member, but the ServiceAccount mcs-system/mcs-controller, which
+// is the hub controller's own there, is left alone.
+func TestUnjoinTheHubAsMember(t *testing.T) {
+	f := newFleet(t)
+	f.kube["hub"] = f.hub
+	f.hubAsMember = true
+	if err := f.unjoin("hub").run(t.Context()); err != nil {
+		t.Fatalf("unjoin: %v\n%s", err, f.out.String())
+	}
+	if !slices.Contains(f.log, "member3 delete serviceaccounts mcs-system/mcs-member") || slices.Contains(f.log, "member3 delete serviceaccounts mcs-system/mcs-controller") {
+		t.Errorf("requests:\n  %s\nwant mcs-member's ServiceAccount deleted, mcs-controller's not", strings.Join(f.log, "\n  "))
+	}
+	sa := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	if _, err := f.member.Tracker().Get(sa, "mcs-system", "mcs-controller"); err != nil {
+		t.Errorf("the hub controller's ServiceAccount: %v, want it kept", err)
+	}
 }
 
 // unjoin and join write into the member named, never the current context

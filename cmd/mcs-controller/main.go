@@ -62,6 +62,7 @@ type flags struct {
 	sourceLeaseDuration, sourceLeaseRenew, probeInterval   time.Duration
 	renewCredentialsBefore, credentialDuration             time.Duration
 	showVersion, profiling                                 bool
+	createNamespaces                                       bool
 	allowExport, protected                                 []string
 	exportNamespaces                                       map[string][]string
 	defaultExports                                         controller.DefaultExports
@@ -107,6 +108,7 @@ func parseFlags() *flags {
 	fs.Float64Var(&f.changeRate, "member-change-rate", 500, "changes of one member (source EndpointSlices, Services, ServiceExports, ServiceImports) a second that are synced at once, in bursts of 20 seconds' worth; past it each changed service is synced once its budget allows, however often it changes meanwhile; 0: no bound")
 	fs.IntVar(&f.memberMaxEndpoints, "member-max-endpoints", 100000, "endpoints one member's exports may import into each consumer, all services together (each costs every consumer's CoreDNS and kube-proxy); past it its newest exports are left out, their Valid condition TooManyEndpoints; 0: no bound")
 	fs.IntVar(&f.maxImportedPorts, "max-imported-ports", 16, "ports of an imported service at most (kube-proxy programs each port for each endpoint); an export whose Service has more is not used, its Valid condition TooManyPorts; 0: no bound")
+	fs.BoolVar(&f.createNamespaces, "create-namespaces", false, "create a service's namespace in a consumer that lacks it (labelled app.kubernetes.io/managed-by=mcs-controller.coredns-mcs.io, never deleted); the member's account may only where kubectl mcs join --create-namespaces granted it. Off: such a consumer imports nothing until its namespace is made there")
 	fs.IntVar(&f.maxImportedEndpoints, "max-imported-endpoints", 10000, "endpoints of a service imported from one provider at most; past it the rest is left out, and the MultiClusterService's EndpointSliceCollected says so; 0: no bound")
 	fs.Func("protected-namespaces", "comma-separated namespaces whose Services are not exported unless --allow-export names them, besides default/kubernetes, every kube-* namespace, mcs-system and --namespace; repeatable", func(v string) error {
 		protected, err := controller.ParseProtected(v)
@@ -215,7 +217,7 @@ func run(f *flags) error {
 	work := func(ctx context.Context) error {
 		c := controller.New(controller.Options{
 			HubKube: hubKube, HubMCS: hubMCS, Members: reg, Namespaces: split(f.watchNamespaces), Workers: f.workers, MemberInFlight: f.memberInFlight,
-			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, MaxImportedPorts: f.maxImportedPorts, MemberMaxEndpoints: f.memberMaxEndpoints, ChangeRate: f.changeRate, DefaultExports: f.defaultExports, StaleAfter: f.sourceLeaseDuration, Shards: set,
+			Namespace: f.namespace, AllowExport: f.allowExport, Protected: f.protected, MaxImportedEndpoints: f.maxImportedEndpoints, CreateNamespaces: f.createNamespaces, MaxImportedPorts: f.maxImportedPorts, MemberMaxEndpoints: f.memberMaxEndpoints, ChangeRate: f.changeRate, DefaultExports: f.defaultExports, StaleAfter: f.sourceLeaseDuration, Shards: set,
 		})
 		ready.set(c.Synced)
 		renewer := &leases.Renewer{Members: reg, Holder: identity(), Duration: f.sourceLeaseDuration, Every: f.sourceLeaseRenew}

@@ -22,12 +22,18 @@ import (
 )
 
 const (
-	// Namespace and ServiceAccount are the controller's account in every
-	// member (deploy/member), the only one whose tokens it renews.
+	// Namespace and ServiceAccount are the member account, the
+	// controller's identity in every member (deploy/member), the only one
+	// whose tokens it renews. It is not the hub controller's own account,
+	// mcs-controller, so that a hub joined as a member hands nothing of
+	// the controller's rights to its member Secret.
 	Namespace      = "mcs-system"
-	ServiceAccount = "mcs-controller"
+	ServiceAccount = "mcs-member"
 	// Subject is the sub claim of that account's tokens.
 	Subject = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
+	// LegacySubject is the member account's before it had a name of its
+	// own: a Secret holding one of its tokens is moved by kubectl mcs join.
+	LegacySubject = "system:serviceaccount:" + Namespace + ":mcs-controller"
 	// MaxToken bounds a token that is read: a ServiceAccount token takes
 	// about 1 KiB.
 	MaxToken = 16 << 10
@@ -103,6 +109,8 @@ func ofToken(token string, annotations map[string]string) Credential {
 	switch {
 	case err != nil:
 		c.NotRenewed = err
+	case claims.Subject == LegacySubject:
+		c.NotRenewed = fmt.Errorf("its token is of %s, the member account before it was named %s: run kubectl mcs join for this member again, which moves it (docs/operations.md, \"Moving to the member account mcs-member\")", LegacySubject, ServiceAccount)
 	case claims.Subject != Subject:
 		c.NotRenewed = fmt.Errorf("its token is of %q, not of %s, the account kubectl mcs join makes: only that one is renewed", claims.Subject, Subject)
 	case c.Expires.IsZero():

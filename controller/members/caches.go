@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -315,8 +316,8 @@ func served(m *Member, resource string) (schema.GroupVersion, error) {
 }
 
 // serviceIndex files a slice under its service: kubernetes.io/service-name
-// for a member's own, multicluster.kubernetes.io/service-name for one the
-// controller imported. It reads the labels, which a packed slice decodes.
+// for a member's own, ImportedService for one with the controller's
+// managed-by label. It reads the labels, which a packed slice decodes.
 func serviceIndex(obj any) ([]string, error) {
 	s, ok := obj.(metav1.Object)
 	if !ok {
@@ -325,10 +326,24 @@ func serviceIndex(obj any) ([]string, error) {
 	l := s.GetLabels()
 	svc := l[discoveryv1.LabelServiceName]
 	if l[discoveryv1.LabelManagedBy] == api.ManagedBy {
-		svc = l[mcsv1b1.LabelServiceName]
+		svc = ImportedService(l)
 	}
 	if svc == "" {
 		return nil, nil
 	}
 	return []string{s.GetNamespace() + "/" + svc}, nil
+}
+
+// ImportedService is the service a slice with the controller's managed-by
+// label (labels) is filed under: multicluster.kubernetes.io/service-name,
+// which every slice the controller writes has; else, for one it never
+// wrote (forged with a member's token, or left by another tool), the
+// Service kube-proxy joins it to, derived- cut off, so that the sync of
+// that service finds it among the imported slices and deletes it.
+func ImportedService(labels map[string]string) string {
+	if svc := labels[mcsv1b1.LabelServiceName]; svc != "" {
+		return svc
+	}
+	svc, _ := strings.CutPrefix(labels[discoveryv1.LabelServiceName], api.DerivedPrefix)
+	return svc
 }

@@ -234,8 +234,8 @@ func TestTokenRenewedBeforeItExpires(t *testing.T) {
 		t.Errorf("the Secret holds token %q expiring %s, want the new %q expiring %s", token, expires, f.tokens[0], renewed.Format(time.RFC3339))
 	}
 	req := f.kube.Actions()[len(f.kube.Actions())-1].(clienttesting.CreateAction)
-	if req.GetResource().Resource != "serviceaccounts" || req.GetNamespace() != "mcs-system" || req.(clienttesting.CreateActionImpl).Name != "mcs-controller" {
-		t.Errorf("the TokenRequest went to %s %s/%s, want the ServiceAccount mcs-system/mcs-controller", req.GetResource().Resource, req.GetNamespace(), req.(clienttesting.CreateActionImpl).Name)
+	if req.GetResource().Resource != "serviceaccounts" || req.GetNamespace() != "mcs-system" || req.(clienttesting.CreateActionImpl).Name != "mcs-member" {
+		t.Errorf("the TokenRequest went to %s %s/%s, want the ServiceAccount mcs-system/mcs-member", req.GetResource().Resource, req.GetNamespace(), req.(clienttesting.CreateActionImpl).Name)
 	}
 	for _, a := range f.hub.Actions() {
 		if u, ok := a.(clienttesting.UpdateAction); ok && u.GetObject().(*corev1.Secret).ResourceVersion != "1" {

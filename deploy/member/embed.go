@@ -4,20 +4,26 @@ package member
 
 import _ "embed"
 
-// Namespace is mcs-system, where the controller's ServiceAccount lives and
-// its Leases are renewed.
+// Namespace is mcs-system, where the member account lives and the
+// controller's Leases are renewed.
 //
 //go:embed namespace.yaml
 var Namespace []byte
 
-// ControllerRBAC is the ServiceAccount mcs-controller and what it may do in
-// a member.
+// ControllerRBAC is the member account, the ServiceAccount mcs-member, and
+// what it may do in a member.
 //
 //go:embed controller-rbac.yaml
 var ControllerRBAC []byte
 
 // ControllerAdmission is the ValidatingAdmissionPolicy that bounds what the
-// ServiceAccount mcs-controller may write in a member, and its binding.
+// ServiceAccount mcs-member may write in a member, and its binding.
 //
 //go:embed controller-admission.yaml
 var ControllerAdmission []byte
+
+// ControllerNamespaces lets mcs-member create namespaces: applied only
+// when asked (kubectl mcs join --create-namespaces).
+//
+//go:embed controller-namespaces.yaml
+var ControllerNamespaces []byte

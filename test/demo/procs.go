@@ -95,6 +95,8 @@ func (s *story) startController(ctx context.Context) error {
 	args := []string{
 		"--kubeconfig", hubKubeconfig, "--clusters-kubeconfig", membersKubeconfig,
 		"--watch-namespaces", namespace, "--namespace", "mcs-system",
+		// member2 gets namespace demo from the controller, as the story says.
+		"--create-namespaces",
 		"--leader-elect=false", "--http-address", s.controllerHTTP,
 	}
 	bin := filepath.Join(s.root, "bin", "mcs-controller")

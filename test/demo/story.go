@@ -151,6 +151,7 @@ func (s *story) start(ctx context.Context) error {
 	}
 	s.say("\nmcs-controller runs against the hub with the members as the contexts of --clusters-kubeconfig;")
 	s.say("--watch-namespaces demo keeps it out of every other namespace (the lab tests' among them),")
+	s.say("--create-namespaces lets it make demo in a consumer that lacks it (off by default),")
 	s.say("and a single replica needs no leader election:")
 	if err := s.startController(ctx); err != nil {
 		return err

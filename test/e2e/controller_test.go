@@ -88,7 +88,7 @@ func launchController(t *testing.T, ns string, args ...string) *controller {
 	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "controller/shards", "api", "cmd/mcs-controller")
 	p, addr := labtest.StartController(t, bin, append([]string{
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
-		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s",
+		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s", "--create-namespaces",
 	}, args...)...)
 	return &controller{Process: p, addr: addr, metricsURL: "http://" + addr + "/metrics"}
 }
