@@ -321,8 +321,8 @@ func TestHubChartValues(t *testing.T) {
 		"securityContext":    map[string]any{"capabilities": nil},
 		"logFormat":          "json",
 		"extraArgs":          []any{"--watch-namespaces=shop,web"},
-		"fullnameOverride": "second",
-		"monitoring":       map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+		"fullnameOverride":   "second",
+		"monitoring":         map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
 	})
 	d := find(t, objs, "Deployment", "second")
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
