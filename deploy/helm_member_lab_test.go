@@ -60,7 +60,12 @@ func TestCoreDNSChartAnswersOnAMember(t *testing.T) {
 	l.Apply(t, m1, imp)
 	kubernetesIP := l.ClusterIP(t, m1, "default", "kubernetes", time.Minute)
 	dnsIP := l.ClusterIP(t, m1, ns, "kube-dns", time.Minute)
-	chartPodsReady(t, ns)
+	labtest.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		if n, err := l.CoreDNSReady(ctx, t, m1, ns, "app.kubernetes.io/instance="+ns); err != nil || n != 2 {
+			return fmt.Errorf("%d CoreDNS pods ready (%v), want the values' 2", n, err)
+		}
+		return nil
+	})
 	for _, proto := range []string{"udp", "tcp"} {
 		for name, want := range map[string]string{
 			"foo." + ns + ".svc.clusterset.local.":  vip,
@@ -103,38 +108,6 @@ func bindLeaseReader(t *testing.T, ns string) {
 				t.Errorf("deleting the test's lease reader in %s: %v", role.Namespace, err)
 			}
 		}
-	})
-}
-
-// chartPodsReady waits until the release's two CoreDNS pods in ns answer
-// /ready, which waits for the mcs and kubernetes plugins to sync: kwok
-// marks pods Ready whatever runs in them.
-func chartPodsReady(t *testing.T, ns string) {
-	t.Helper()
-	l := labtest.Get(t)
-	client := labnet.Node(m1).HTTPClient(2 * time.Second)
-	labtest.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
-		pods, err := l.Client(t, m1).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + ns})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != 2 {
-			return fmt.Errorf("%d CoreDNS pods, want the values' 2", len(pods.Items))
-		}
-		for _, p := range pods.Items {
-			if p.Status.PodIP == "" {
-				return fmt.Errorf("pod %s has no address", p.Name)
-			}
-			resp, err := client.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8181") + "/ready")
-			if err != nil {
-				return fmt.Errorf("pod %s: %w", p.Name, err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("pod %s: /ready: %s", p.Name, resp.Status)
-			}
-		}
-		return nil
 	})
 }
 
