@@ -19,12 +19,12 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
-// helmConfig is Helm's client of the lab's hub, keeping its releases in
-// namespace's Secrets, as the helm CLI does by default.
-func helmConfig(t *testing.T, namespace string) *action.Configuration {
+// helmConfig is Helm's client of the lab's cluster, keeping its releases
+// in namespace's Secrets, as the helm CLI does by default.
+func helmConfig(t *testing.T, cluster, namespace string) *action.Configuration {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Context, flags.Namespace = ptr.To(labtest.Get(t).Kubeconfig()), ptr.To(hub), ptr.To(namespace)
+	flags.KubeConfig, flags.Context, flags.Namespace = ptr.To(labtest.Get(t).Kubeconfig()), ptr.To(cluster), ptr.To(namespace)
 	cfg := new(action.Configuration)
 	if err := cfg.Init(flags, namespace, "secret", t.Logf); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func helmConfig(t *testing.T, namespace string) *action.Configuration {
 	// The lab's API servers, built from source without version stamps,
 	// say they are v0.0.0, which fails the chart's kubeVersion; they are
 	// k8s.io/kubernetes v1.36.3 (test/lab/go.mod), which Helm is told
-	// instead of asking. The chart asks nothing else of the server.
+	// instead of asking. The charts ask nothing else of the server.
 	cfg.Capabilities = chartutil.DefaultCapabilities.Copy()
 	cfg.Capabilities.KubeVersion = *labKube
 	return cfg
@@ -51,7 +51,7 @@ func TestHelmInstallsOnTheHub(t *testing.T) {
 	l := labtest.Get(t)
 	l.InstallCRDs(t)
 	ns := l.Namespace(t, hub)
-	cfg := helmConfig(t, ns)
+	cfg := helmConfig(t, hub, ns)
 	chrt, err := loadChart()
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestHelmInstallsOnTheHub(t *testing.T) {
 			t.Errorf("the chart's %v", err)
 		}
 	}
-	t.Cleanup(func() { uninstallQuietly(t, cfg) })
+	t.Cleanup(func() { uninstallQuietly(t, cfg, release) })
 
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace, install.Timeout = release, ns, time.Minute
@@ -154,7 +154,7 @@ func expectShards(t *testing.T, a *applier, ns string) {
 
 // uninstallQuietly takes the release back when the test stopped before
 // its own uninstall: its ClusterRole and binding outlive the namespace.
-func uninstallQuietly(t *testing.T, cfg *action.Configuration) {
+func uninstallQuietly(t *testing.T, cfg *action.Configuration, release string) {
 	uninstall := action.NewUninstall(cfg)
 	uninstall.IgnoreNotFound = true
 	if _, err := uninstall.Run(release); err != nil {

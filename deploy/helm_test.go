@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,12 +248,15 @@ func plainObject(t *testing.T, u *unstructured.Unstructured, fromChart bool) map
 
 // The chart refuses shards that a replica's loss would leave unheld, as
 // deploy/README.md's rule says (maxShards × (count − 1) ≥ count), and
-// takes the counts it is given.
+// counts below one by its schema, and takes the counts it is given.
 func TestHubChartShards(t *testing.T) {
-	for _, s := range []struct{ count, max int }{{2, 1}, {4, 1}, {1, 2}, {0, 2}, {3, 0}} {
+	for _, s := range []struct {
+		count, max int
+		says       string
+	}{{2, 1, "leaves a shard unheld"}, {4, 1, "leaves a shard unheld"}, {1, 2, "leaves a shard unheld"}, {0, 2, "/shards/count"}, {3, 0, "/shards/maxShards"}} {
 		_, err := templateChart(releaseNamespace, map[string]any{"shards": map[string]any{"enabled": true, "count": s.count, "maxShards": s.max}})
-		if err == nil || !strings.Contains(err.Error(), "leaves a shard unheld") {
-			t.Errorf("shards count %d, maxShards %d: %v, want refused", s.count, s.max, err)
+		if err == nil || !strings.Contains(err.Error(), s.says) {
+			t.Errorf("shards count %d, maxShards %d: %v, want refused, saying %q", s.count, s.max, err, s.says)
 		}
 	}
 	objs := renderChart(t, releaseNamespace, map[string]any{"shards": map[string]any{"enabled": true, "count": 6, "maxShards": 2}})
@@ -310,9 +314,15 @@ func TestHubChartValues(t *testing.T) {
 		"nodeSelector":     map[string]any{"pool": "system"},
 		"tolerations":      []any{map[string]any{"key": "dedicated", "operator": "Exists"}},
 		"podAnnotations":   map[string]any{"note": "x"},
-		"extraArgs":        []any{"--watch-namespaces=shop,web"},
-		"fullnameOverride": "second",
-		"monitoring":       map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"system"}}}}},
+		}}},
+		"podSecurityContext": map[string]any{"runAsUser": nil, "runAsGroup": nil},
+		"securityContext":    map[string]any{"capabilities": nil},
+		"logFormat":          "json",
+		"extraArgs":          []any{"--watch-namespaces=shop,web"},
+		"fullnameOverride":   "second",
+		"monitoring":         map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
 	})
 	d := find(t, objs, "Deployment", "second")
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
@@ -323,13 +333,23 @@ func TestHubChartValues(t *testing.T) {
 	for path, want := range map[string]string{
 		"spec.containers.0.imagePullPolicy": "Always", "spec.imagePullSecrets.0.name": "pull",
 		"spec.nodeSelector.pool": "system", "spec.tolerations.0.key": "dedicated", "metadata.annotations.note": "x",
+		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.0.matchExpressions.0.key": "pool",
 	} {
 		if got := at(pod, strings.Split(path, ".")...); got != want {
 			t.Errorf("the pod template's %s is %v, want %s", path, got, want)
 		}
 	}
-	if args := containerArgs(t, d); args[len(args)-1] != "--watch-namespaces=shop,web" {
-		t.Errorf("args %v, want --watch-namespaces=shop,web last", args)
+	if args := containerArgs(t, d); args[len(args)-1] != "--watch-namespaces=shop,web" || !slices.Contains(args, "--logging-format=json") {
+		t.Errorf("args %v, want --logging-format=json, and --watch-namespaces=shop,web last", args)
+	}
+	// The security contexts are the chart's, less what the values remove
+	// with null, as helm merges them: the user and group, which OpenShift
+	// assigns itself, and here the capabilities.
+	if sc := pod["spec"].(map[string]any)["securityContext"]; !reflect.DeepEqual(sc, map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}) {
+		t.Errorf("the pod's securityContext is %v, want the values'", sc)
+	}
+	if sc := at(pod, "spec", "containers", "0", "securityContext"); !reflect.DeepEqual(sc, map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true}) {
+		t.Errorf("the container's securityContext is %v, want the values'", sc)
 	}
 	for _, u := range objs {
 		if u.GetKind() != "CustomResourceDefinition" && u.GetNamespace() != "hub-system" && u.GetNamespace() != "" {
@@ -387,4 +407,75 @@ func TestHubChartLints(t *testing.T) {
 			t.Errorf("helm lint --strict, %s values: %v", c.name, res.Errors)
 		}
 	}
+}
+
+// The chart's values.schema.json refuses a value of the wrong type or
+// outside its range, and a key the chart does not know (a typo would
+// otherwise be ignored), saying where; every value the tests above render
+// passes it.
+func TestHubChartSchema(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		says   string
+	}{
+		{map[string]any{"replicas": "2"}, "/replicas"},
+		{map[string]any{"replicas": 0}, "/replicas"},
+		{map[string]any{"replica": 2}, "replica"},
+		{map[string]any{"image": map[string]any{"digest": "latest"}}, "/image/digest"},
+		{map[string]any{"extraArgs": "--watch-namespaces=shop"}, "/extraArgs"},
+		{map[string]any{"nodeSelector": map[string]any{"pool": 1}}, "/nodeSelector/pool"},
+		{map[string]any{"affinity": map[string]any{"nodeAfinity": map[string]any{}}}, "nodeAfinity"},
+		{map[string]any{"podSecurityContext": map[string]any{"runAsUser": "nobody"}}, "/podSecurityContext/runAsUser"},
+		{map[string]any{"securityContext": map[string]any{"readOnlyRootFilesystem": "yes"}}, "/securityContext/readOnlyRootFilesystem"},
+		{map[string]any{"logFormat": "xml"}, "/logFormat"},
+		{map[string]any{"shards": map[string]any{"enabled": "true"}}, "/shards/enabled"},
+		{map[string]any{"networkPolicy": map[string]any{"apiServerPorts": []any{"6443"}}}, "/networkPolicy/apiServerPorts/0"},
+		{map[string]any{"monitoring": map[string]any{"interval": 30}}, "/monitoring/interval"},
+		{map[string]any{"monitoring": map[string]any{"alerts": map[string]any{"MCSPropagationSlow": map[string]any{"for": "half an hour"}}}}, "/monitoring/alerts/MCSPropagationSlow/for"},
+		{map[string]any{"monitoring": map[string]any{"alerts": map[string]any{"MCSPropagationSlow": map[string]any{"threshold": 5}}}}, "threshold"},
+	} {
+		_, err := templateChart(releaseNamespace, tc.values)
+		if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("values %v: %v, want refused by the schema at %s", tc.values, err, tc.says)
+		}
+	}
+}
+
+// monitoring.alerts overrides what an alert of the shipped PrometheusRule
+// says, its threshold with its expr, and nothing else of it or of the
+// other alerts; a name that is no alert is refused, naming the alerts.
+func TestHubChartAlertOverrides(t *testing.T) {
+	const expr = "histogram_quantile(0.99, sum by (le) (rate(mcs_propagation_seconds_bucket[10m]))) > 5"
+	plain := alertRules(t, nil)
+	over := alertRules(t, map[string]any{"MCSPropagationSlow": map[string]any{"expr": expr, "for": "30m", "labels": map[string]any{"severity": "info"}}})
+	want := plain["MCSPropagationSlow"]
+	want["expr"], want["for"] = expr, "30m"
+	want["labels"].(map[string]any)["severity"] = "info"
+	if diff := cmp.Diff(plain, over); diff != "" {
+		t.Errorf("the alerts with MCSPropagationSlow overridden (-want +got):\n%s", diff)
+	}
+	_, err := templateChart(releaseNamespace, map[string]any{"monitoring": map[string]any{"enabled": true, "alerts": map[string]any{"MCSPropagationSlower": map[string]any{"for": "1h"}}}})
+	if err == nil || !strings.Contains(err.Error(), "monitoring.alerts.MCSPropagationSlower: no such alert") || !strings.Contains(err.Error(), "MCSPropagationSlow,") {
+		t.Errorf("an override of no alert: %v, want refused, naming the alerts", err)
+	}
+}
+
+// alertRules are the chart's alerting rules by name, with the overrides
+// given as monitoring.alerts.
+func alertRules(t *testing.T, overrides map[string]any) map[string]map[string]any {
+	t.Helper()
+	objs := renderChart(t, releaseNamespace, map[string]any{"monitoring": map[string]any{"enabled": true, "alerts": overrides}})
+	groups, _, _ := unstructured.NestedSlice(find(t, objs, "PrometheusRule", "mcs-controller").Object, "spec", "groups")
+	rules := map[string]map[string]any{}
+	for _, g := range groups {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r := r.(map[string]any); r["alert"] != nil {
+				rules[r["alert"].(string)] = r
+			}
+		}
+	}
+	if len(rules) == 0 {
+		t.Fatal("the chart's PrometheusRule has no alerts")
+	}
+	return rules
 }

@@ -184,7 +184,9 @@ func TestControllerNetworkPolicy(t *testing.T) {
 }
 
 // The ServiceMonitor scrapes the controller's metrics Service, and the
-// PodMonitor CoreDNS's metrics port, as the overlays render them.
+// PodMonitor CoreDNS's metrics port, as the overlays render them and as
+// the CoreDNS chart renders it with the members' values
+// (helm_member_test.go), which names the port otherwise.
 func TestMonitorsFindTheirTargets(t *testing.T) {
 	hubObjs := render(t, "examples/hub-with-components")
 	svc := typed[corev1.Service](t, hubObjs, "Service", "mcs-controller-metrics")
@@ -192,15 +194,19 @@ func TestMonitorsFindTheirTargets(t *testing.T) {
 	for _, p := range svc.Spec.Ports {
 		svcPorts = append(svcPorts, p.Name)
 	}
-	checkMonitor(t, find(t, hubObjs, "ServiceMonitor", "mcs-controller"), svc.GetNamespace(), svc.GetLabels(), svcPorts)
+	checkMonitor(t, find(t, hubObjs, "ServiceMonitor", "mcs-controller"), scrapeTarget{svc.GetNamespace(), svc.GetLabels(), svcPorts})
 
 	memberObjs := render(t, "examples/member1-with-components")
-	d := typed[appsv1.Deployment](t, memberObjs, "Deployment", "coredns")
-	var podPorts []string
-	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
-		podPorts = append(podPorts, p.Name)
+	var pods []scrapeTarget
+	for _, objs := range [][]*unstructured.Unstructured{memberObjs, renderMemberChart(t)} {
+		d := typed[appsv1.Deployment](t, objs, "Deployment", "coredns")
+		var podPorts []string
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			podPorts = append(podPorts, p.Name)
+		}
+		pods = append(pods, scrapeTarget{d.GetNamespace(), d.Spec.Template.Labels, podPorts})
 	}
-	checkMonitor(t, find(t, memberObjs, "PodMonitor", "coredns"), d.GetNamespace(), d.Spec.Template.Labels, podPorts)
+	checkMonitor(t, find(t, memberObjs, "PodMonitor", "coredns"), pods...)
 }
 
 // monitorSpec is what the tests read of a ServiceMonitor or PodMonitor.
@@ -217,24 +223,39 @@ type scrapeEndpoint struct {
 	Port string `json:"port"`
 }
 
-// checkMonitor checks that monitor m selects the targets with those labels
-// in namespace, its own (it names no other), and scrapes ports they have.
-func checkMonitor(t *testing.T, m *unstructured.Unstructured, namespace string, set map[string]string, targetPorts []string) {
+// scrapeTarget is a Service or pod a monitor must scrape: its namespace,
+// labels and port names.
+type scrapeTarget struct {
+	namespace string
+	labels    map[string]string
+	ports     []string
+}
+
+// checkMonitor checks that monitor m selects each target in its own
+// namespace (it names no other) and scrapes a port of it, and that every
+// port it scrapes is one a target has.
+func checkMonitor(t *testing.T, m *unstructured.Unstructured, targets ...scrapeTarget) {
 	t.Helper()
 	var spec monitorSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.Object["spec"].(map[string]any), &spec); err != nil {
 		t.Fatalf("%s %s: %v", m.GetKind(), m.GetName(), err)
 	}
-	var scraped []string
+	var scraped, all []string
 	for _, e := range append(spec.Endpoints, spec.PodMetricsEndpoints...) {
 		scraped = append(scraped, e.Port)
 	}
-	if m.GetNamespace() != namespace || spec.NamespaceSelector != nil || !selects(t, &spec.Selector, set) {
-		t.Errorf("%s %s/%s selects %v (namespaces %v), not the targets in %s labelled %v",
-			m.GetKind(), m.GetNamespace(), m.GetName(), spec.Selector, spec.NamespaceSelector, namespace, set)
+	for _, target := range targets {
+		all = append(all, target.ports...)
+		if m.GetNamespace() != target.namespace || spec.NamespaceSelector != nil || !selects(t, &spec.Selector, target.labels) {
+			t.Errorf("%s %s/%s selects %v (namespaces %v), not the targets in %s labelled %v",
+				m.GetKind(), m.GetNamespace(), m.GetName(), spec.Selector, spec.NamespaceSelector, target.namespace, target.labels)
+		}
+		if !slices.ContainsFunc(scraped, func(p string) bool { return slices.Contains(target.ports, p) }) {
+			t.Errorf("%s %s scrapes ports %v, none of its targets' %v", m.GetKind(), m.GetName(), scraped, target.ports)
+		}
 	}
-	if len(scraped) == 0 || slices.ContainsFunc(scraped, func(p string) bool { return !slices.Contains(targetPorts, p) }) {
-		t.Errorf("%s %s scrapes ports %v; its targets have %v", m.GetKind(), m.GetName(), scraped, targetPorts)
+	if slices.ContainsFunc(scraped, func(p string) bool { return !slices.Contains(all, p) }) {
+		t.Errorf("%s %s scrapes ports %v; its targets have %v", m.GetKind(), m.GetName(), scraped, all)
 	}
 }
 

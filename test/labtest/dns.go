@@ -104,33 +104,14 @@ func kubeDNSService(ip string) *corev1.Service {
 	}
 }
 
-// dnsServes checks that every CoreDNS pod of member is ready (its /ready,
-// which waits for the mcs and kubernetes plugins to sync) and that
+// dnsServes checks that every CoreDNS pod of member is ready and that
 // kube-dns, at dnsIP, answers the kubernetes Service's name through
 // kube-proxy, from the member's node.
 func (l *Lab) dnsServes(ctx context.Context, t testing.TB, member, dnsIP string) error {
-	pods, err := l.Client(t, member).CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
-	if err != nil {
+	if _, err := l.CoreDNSReady(ctx, t, member, "kube-system", "k8s-app=kube-dns"); err != nil {
 		return err
 	}
-	if len(pods.Items) == 0 {
-		return fmt.Errorf("%s: no CoreDNS pods", member)
-	}
 	node := labnet.Node(member)
-	client := node.HTTPClient(2 * time.Second)
-	for _, p := range pods.Items {
-		if p.Status.PodIP == "" {
-			return fmt.Errorf("%s: pod %s has no address", member, p.Name)
-		}
-		resp, err := client.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8181") + "/ready")
-		if err != nil {
-			return fmt.Errorf("%s: pod %s: %w", member, p.Name, err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("%s: pod %s: /ready: %s", member, p.Name, resp.Status)
-		}
-	}
 	conn, err := node.Dial(ctx, "udp", net.JoinHostPort(dnsIP, "53"))
 	if err != nil {
 		return err
@@ -150,6 +131,35 @@ func (l *Lab) dnsServes(ctx context.Context, t testing.TB, member, dnsIP string)
 		return fmt.Errorf("%s: kube-dns answered %s with no address", member, dns.RcodeToString[r.Rcode])
 	}
 	return nil
+}
+
+// CoreDNSReady checks that the CoreDNS pods of member in ns that selector
+// selects answer /ready (on 8181, which waits for the mcs and kubernetes
+// plugins to sync; kwok marks pods Ready whatever runs in them), from the
+// member's node, and returns how many there are; none is an error.
+func (l *Lab) CoreDNSReady(ctx context.Context, t testing.TB, member, ns, selector string) (int, error) {
+	pods, err := l.Client(t, member).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, err
+	}
+	if len(pods.Items) == 0 {
+		return 0, fmt.Errorf("%s: no CoreDNS pods in %s (%s)", member, ns, selector)
+	}
+	client := labnet.Node(member).HTTPClient(2 * time.Second)
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" {
+			return 0, fmt.Errorf("%s: pod %s has no address", member, p.Name)
+		}
+		resp, err := client.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8181") + "/ready")
+		if err != nil {
+			return 0, fmt.Errorf("%s: pod %s: %w", member, p.Name, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return 0, fmt.Errorf("%s: pod %s: /ready: %s", member, p.Name, resp.Status)
+		}
+	}
+	return len(pods.Items), nil
 }
 
 // remove deletes objs from cluster, waiting for the pods of a Deployment
