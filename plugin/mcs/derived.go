@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"reflect"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -30,15 +31,20 @@ import (
 
 // kubePeer is what mcs answers derived names with of the kubernetes plugin
 // of its server: its TTL, the zone it names PTR targets in (its first
-// forward zone), and what it reads. Without one, no derived names.
+// forward zone), what it reads, and its rules for what it shows. Without
+// one, no derived names.
 type kubePeer struct {
 	ttl  uint32
 	zone string
 	api  interface {
 		SvcIndex(key string) []*object.Service
 		EpIndex(key string) []*object.Endpoints
+		HasSynced() bool
 	}
-	reverse func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
+	exposes   func(namespace string) bool                          // its rule for the names of a namespace
+	ptrHides  bool                                                 // it applies exposes to PTR names too (its namespaces option)
+	endpoints bool                                                 // it reads EndpointSlices (no noendpoints option)
+	reverse   func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
 }
 
 // kubePeerOf finds the kubernetes plugin among handlers.
@@ -50,11 +56,40 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		}
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn, reverse: reverseOf(k)}
+				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn,
+					exposes: exposedBy(k, z), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
 			}
 		}
 	}
 	return kubePeer{}
+}
+
+// exposedBy asks k whether it shows the names of a namespace: its answer
+// for <ns>.svc.<zone>, which is a name error exactly when its rules (its
+// namespaces and namespace_labels options, and the Namespace as its
+// informer has it) hide the namespace, and then for every name in it.
+func exposedBy(k *kubernetes.Kubernetes, zone string) func(string) bool {
+	return func(namespace string) bool {
+		r := new(dns.Msg)
+		r.SetQuestion(dnsutil.Join(namespace, kubernetes.Svc, zone), dns.TypeA)
+		_, err := k.Records(context.Background(), request.Request{Req: r, Zone: zone}, false)
+		return !k.IsNameError(err)
+	}
+}
+
+// readsEndpoints reports whether k reads EndpointSlices at all, which its
+// noendpoints option turns off: then it has no name of any endpoint, nor
+// of a headless Service, and neither does mcs for it. The plugin keeps its
+// options unexported, so the field is read by name; should a CoreDNS
+// release rename it, this says no, and mcs answers no derived name, which
+// TestDerivedNamesAsKubernetes reports.
+func readsEndpoints(k *kubernetes.Kubernetes) bool {
+	opts := reflect.ValueOf(k).Elem().FieldByName("opts")
+	if opts.Kind() != reflect.Struct {
+		return false
+	}
+	f := opts.FieldByName("initEndpointsCache")
+	return f.Kind() == reflect.Bool && f.Bool()
 }
 
 // reverseOf is k's PTR lookup of the names in its zones, without the
@@ -88,18 +123,30 @@ func (k kubePeer) localPTR(ctx context.Context, state request.Request) string {
 }
 
 // standsIn reports whether mcs answers for the kubernetes plugin the names
-// of Service namespace/name: it holds the Service and none of its slices.
-// headless is the Service's.
+// of Service namespace/name, the controller's derived Service of an
+// import: the plugin has synced (before, mcs cannot tell what it reads),
+// reads EndpointSlices, shows the namespace, and holds the Service and
+// none of its slices. headless is the Service's.
 func (k kubePeer) standsIn(namespace, name string) (headless, ok bool) {
-	if k.api == nil {
+	if k.api == nil || !k.endpoints || !k.api.HasSynced() {
 		return false, false
 	}
 	key := object.ServiceKey(name, namespace)
 	svcs := k.api.SvcIndex(key)
-	if len(svcs) == 0 || svcs[0].Type == corev1.ServiceTypeExternalName || len(k.api.EpIndex(key)) > 0 {
+	if len(svcs) == 0 || svcs[0].Type == corev1.ServiceTypeExternalName || len(k.api.EpIndex(key)) > 0 || !k.exposes(namespace) {
 		return false, false
 	}
 	return svcs[0].Headless(), true
+}
+
+// showsPTR reports whether the kubernetes plugin, reading the imported
+// slices, would answer the PTR name of an endpoint of namespace: it names
+// no endpoint without reading slices, and applies its rules for a
+// namespace to PTR names only with its namespaces option (not with
+// namespace_labels), as its reverse lookup does. Before it has synced, its
+// own answer stands.
+func (k kubePeer) showsPTR(namespace string) bool {
+	return k.api != nil && k.endpoints && k.api.HasSynced() && (!k.ptrHides || k.exposes(namespace))
 }
 
 // mayImport reports whether namespace/name may be an imported service, or
@@ -133,6 +180,9 @@ func (m *MCS) derivedView(q *query) *view {
 // for its NXDOMAIN.
 func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	w := q.state.W
+	if m.idx.hasService(q.name.namespace, q.name.service) { // a user's, not the controller's
+		return w, 0, nil
+	}
 	headless, ok := m.kube.standsIn(q.name.namespace, q.name.service)
 	if !ok || q.name.shape != shapeEndpoint && !headless {
 		return w, 0, nil
