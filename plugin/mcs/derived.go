@@ -191,7 +191,10 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	qtype := q.state.QType()
 	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
 		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}}
-	if qtype == dns.TypeSRV {
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		set.family = qtype
+	case dns.TypeSRV:
 		set.srv = newSRVSet(q, m.kube.ttl)
 	}
 	set.collect(v.imported())
@@ -201,7 +204,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	var resp response
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
-		resp.answer = set.addrs(qtype)
+		resp.answer = set.addrs()
 	case dns.TypeSRV:
 		resp.answer, resp.extra = set.records()
 	}
@@ -219,9 +222,10 @@ type derivedSet struct {
 	ttl               uint32
 	budget            budget
 	srv               *srvSet // an SRV query's records; nil for other types, whose matches are only counted
+	family            uint16  // an A or AAAA query's: the addresses collected; 0 for other types
 
 	matched int
-	ips     []net.IP // matching endpoints' addresses, each once
+	ips     []net.IP // matching endpoints' addresses of family, each once, as many as budget allows
 	seen    map[[16]byte]struct{}
 }
 
@@ -232,12 +236,18 @@ func (d *derivedSet) collect(ss []*endpointSlice) {
 				continue
 			}
 			n := d.matchingPorts(s, e)
-			if _, dup := d.seen[addrKey(e.ip)]; n > 0 && !dup && d.budget.allows(len(d.ips)) {
-				d.seen[addrKey(e.ip)] = struct{}{}
-				d.ips = append(d.ips, e.ip)
-			}
 			d.matched += n
+			if n > 0 && family(e.ip) == d.family { // the other family takes none of the answer's room
+				d.addAddr(e.ip)
+			}
 		}
+	}
+}
+
+func (d *derivedSet) addAddr(ip net.IP) {
+	if _, dup := d.seen[addrKey(ip)]; !dup && d.budget.allows(len(d.ips)) {
+		d.seen[addrKey(ip)] = struct{}{}
+		d.ips = append(d.ips, ip)
 	}
 }
 
@@ -266,12 +276,10 @@ func (d *derivedSet) addSRV(e endpoint, p port) {
 }
 
 // addrs are the A or AAAA records of the matching endpoints.
-func (d *derivedSet) addrs(qtype uint16) []dns.RR {
+func (d *derivedSet) addrs() []dns.RR {
 	var rrs []dns.RR
 	for _, ip := range d.ips {
-		if family(ip) == qtype {
-			rrs = append(rrs, addrRR(d.owner, ip, d.ttl))
-		}
+		rrs = append(rrs, addrRR(d.owner, ip, d.ttl))
 	}
 	return rrs
 }

@@ -1,6 +1,7 @@
 package mcs
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -300,4 +301,36 @@ func filter[T any](in []T, keep func(T) bool) []T {
 		}
 	}
 	return out
+}
+
+// A dual-stack headless derived Service answers A with as many records as
+// the message holds, as the kubernetes plugin does, whichever family its
+// slices list first: the answer's budget goes to the asked family alone.
+func TestDerivedDualStackFamilyFirst(t *testing.T) {
+	var v6, v4 []ep
+	for i := range 100 {
+		v6 = append(v6, ep{ip: fmt.Sprintf("fd00::%x", i+1)})
+		v4 = append(v4, ep{ip: fmt.Sprintf("10.2.5.%d", i+1)})
+	}
+	six := importedSlice("demo", "dual", "member2", "a", []portSpec{httpPort}, v6...) // listed first
+	six.AddressType = discoveryv1.AddressTypeIPv6
+	four := importedSlice("demo", "dual", "member2", "b", []portSpec{httpPort}, v4...)
+	derived := serviceObj("demo", api.DerivedPrefix+"dual", nil, httpPort)
+	derived.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+	f := newFixture(t, baseConfig(), importObj("demo", "dual", nil, []portSpec{httpPort}, headlessImport), six, four)
+	world := &kubeAPI{svcs: []corev1.Service{*derived}, slices: []discoveryv1.EndpointSlice{*six, *four}, nss: []corev1.Namespace{*namespaceObj("demo")}}
+	kubeconfig := world.serve(t)
+	kubeAll, kubeSelected := kubePlugin(t, kubeconfig, ""), kubePlugin(t, kubeconfig, memberLabels)
+	f.m.Next, f.m.kube = kubeSelected, kubePeerOf([]plugin.Handler{kubeSelected})
+	const name = "derived-dual.demo.svc.cluster.local."
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		// Over UDP without EDNS, as the server sends it: truncated to 512 bytes.
+		got, want := queryOver(t, f.m, name, qtype, false), serve(t, kubeAll, name, qtype)
+		got.Truncate(512)
+		want.Truncate(512)
+		if len(got.Answer) == 0 || len(got.Answer) != len(want.Answer) || got.Truncated != want.Truncated {
+			t.Errorf("%s %s: mcs answers %d records (TC %t), the kubernetes plugin %d (TC %t)",
+				name, dns.TypeToString[qtype], len(got.Answer), got.Truncated, len(want.Answer), want.Truncated)
+		}
+	}
 }
