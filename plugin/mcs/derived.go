@@ -229,17 +229,68 @@ type derivedSet struct {
 	seen    map[[16]byte]struct{}
 }
 
+// collect counts every match, as the kubernetes plugin weighs SRV records
+// by them, but builds records only until the message is full: a name of
+// every endpoint counts each slice's at once, from how many of its ports
+// match, and reads its endpoints only while there is room for them; a
+// per-endpoint name reads each endpoint's hostname.
 func (d *derivedSet) collect(ss []*endpointSlice) {
 	for _, s := range ss {
+		ports := d.matchingPorts(s)
+		if ports == 0 {
+			continue
+		}
+		if d.host == "" {
+			d.matched += ports * s.count()
+		}
 		for e := range s.all() {
-			if d.host != "" && !e.named(d.host) {
-				continue
+			if d.host == "" && d.full() {
+				break
 			}
-			n := d.matchingPorts(s, e)
-			d.matched += n
-			if n > 0 && family(e.ip) == d.family { // the other family takes none of the answer's room
-				d.addAddr(e.ip)
+			if d.host != "" {
+				if !e.named(d.host) {
+					continue
+				}
+				d.matched += ports
 			}
+			d.add(s, e)
+		}
+	}
+}
+
+// matchingPorts is how many of s's ports match the name's port and
+// protocol; a slice without ports counts as one port (the kubernetes
+// plugin's port -1: an address, and no SRV record) where none is asked.
+func (d *derivedSet) matchingPorts(s *endpointSlice) int {
+	n, ported := 0, false
+	for p := range s.ports.all() {
+		ported = true
+		if p.matches(d.port, d.proto) {
+			n++
+		}
+	}
+	if !ported && d.port == "" && d.proto == "" {
+		n++
+	}
+	return n
+}
+
+// full reports whether the message has no room for another record.
+func (d *derivedSet) full() bool {
+	return (d.family == 0 || !d.budget.allows(len(d.ips))) && (d.srv == nil || d.srv.full())
+}
+
+// add builds the records of e, an endpoint of s that matches.
+func (d *derivedSet) add(s *endpointSlice, e endpoint) {
+	if family(e.ip) == d.family { // the other family takes none of the answer's room
+		d.addAddr(e.ip)
+	}
+	if d.srv == nil {
+		return
+	}
+	for p := range s.ports.all() {
+		if p.port > 0 && p.matches(d.port, d.proto) && !d.srv.full() {
+			d.srv.add(d.owner, e.hostname()+"."+d.svcName, p, e.ip)
 		}
 	}
 }
@@ -248,30 +299,6 @@ func (d *derivedSet) addAddr(ip net.IP) {
 	if _, dup := d.seen[addrKey(ip)]; !dup && d.budget.allows(len(d.ips)) {
 		d.seen[addrKey(ip)] = struct{}{}
 		d.ips = append(d.ips, ip)
-	}
-}
-
-// matchingPorts adds the SRV records of e's ports that match and returns
-// how many matched.
-func (d *derivedSet) matchingPorts(s *endpointSlice, e endpoint) int {
-	n, ported := 0, false
-	for p := range s.ports.all() {
-		ported = true
-		if !p.matches(d.port, d.proto) {
-			continue
-		}
-		n++
-		d.addSRV(e, p)
-	}
-	if !ported && d.port == "" && d.proto == "" {
-		n++ // the kubernetes plugin's port -1: an address, and no SRV record
-	}
-	return n
-}
-
-func (d *derivedSet) addSRV(e endpoint, p port) {
-	if d.srv != nil && p.port > 0 && !d.srv.full() {
-		d.srv.add(d.owner, e.hostname()+"."+d.svcName, p, e.ip)
 	}
 }
 
