@@ -184,7 +184,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 		return w, 0, nil
 	}
 	headless, ok := m.kube.standsIn(q.name.namespace, q.name.service)
-	if !ok || q.name.shape != shapeEndpoint && !headless {
+	if !ok || q.name.shape == shapeProto || q.name.shape != shapeEndpoint && !headless { // the kubernetes plugin denies _<proto> names
 		return w, 0, nil
 	}
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)

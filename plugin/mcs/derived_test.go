@@ -180,7 +180,7 @@ func compareDerived(t *testing.T, f *fixture, kubeAll, kubeSelected *kubernetes.
 		"web-0.derived-web", "10-2-0-6.derived-web", "web-1.derived-web", "10-2-0-8.derived-web", "nobody.derived-web",
 		"derived-serve", "_http._tcp.derived-serve", "10-2-1-5.derived-serve", "10-1-1-5.derived-serve",
 		"derived-bare", "10-2-2-5.derived-bare", "_http._tcp.derived-bare", "derived-gone",
-		"derived-lost", "10-2-3-5.derived-lost",
+		"derived-lost", "10-2-3-5.derived-lost", "_tcp.derived-web", "_udp.derived-bare",
 	}
 	// mcs answers one PTR per address: a local pod's name, not also its
 	// imported copy's, and another cluster's endpoint's clusterset name,
