@@ -34,9 +34,10 @@ import (
 // forward zone), what it reads, and its rules for what it shows. Without
 // one, no derived names.
 type kubePeer struct {
-	ttl  uint32
-	zone string
-	api  interface {
+	ttl   uint32
+	zone  string
+	zones []string // its forward zones, where it names derived Services
+	api   interface {
 		SvcIndex(key string) []*object.Service
 		EpIndex(key string) []*object.Endpoints
 		HasSynced() bool
@@ -54,11 +55,15 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		if !ok {
 			continue
 		}
+		var zones []string
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn,
-					exposes: exposedBy(k, z), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
+				zones = append(zones, strings.ToLower(dns.Fqdn(z)))
 			}
+		}
+		if len(zones) > 0 {
+			return kubePeer{ttl: k.MinTTL(request.Request{}), zone: zones[0], zones: zones, api: k.APIConn,
+				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
 		}
 	}
 	return kubePeer{}
@@ -170,6 +175,26 @@ func (m *MCS) derivedView(q *query) *view {
 		return nil
 	}
 	return m.idx.view(q.name.namespace, svc)
+}
+
+// serveDerivedOnly answers a derived name in a forward zone of the
+// kubernetes plugin that is not mcs's (its second zone, say): the
+// kubernetes plugin names derived Services in each of its zones, and every
+// other name there is its alone.
+func (m *MCS) serveDerivedOnly(q *query) (dns.ResponseWriter, int, error) {
+	w := q.state.W
+	switch q.name.shape {
+	case shapeService, shapeEndpoint, shapePort, shapeProto:
+	default:
+		return w, 0, nil
+	}
+	if !m.watcher.ready.Load() {
+		return w, 0, nil
+	}
+	if d := m.derivedView(q); d != nil {
+		return m.serveDerived(q, d)
+	}
+	return w, 0, nil
 }
 
 // serveDerived answers a name of v's derived Service from its imported

@@ -9,6 +9,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -94,10 +95,12 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, stanza string
+		zones        []string // its forward zones besides cluster.local
 		broken       []string // API paths the kubernetes plugin cannot list
 		hidden       bool     // the kubernetes plugin answers no endpoint of the world
 	}{
 		{name: "defaults"},
+		{name: "a second zone", zones: []string{"example.internal."}},
 		{name: "ttl", stanza: "ttl 9"},
 		{name: "namespaces that expose", stanza: "namespaces other demo"},
 		{name: "namespaces that hide", stanza: "namespaces other", hidden: true},
@@ -110,8 +113,8 @@ func TestDerivedNamesAsKubernetes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			kubeconfig := world(c.broken...).serve(t)
-			kubeAll := kubePlugin(t, kubeconfig, c.stanza)
-			kubeSelected := kubePlugin(t, kubeconfig, c.stanza+"\n"+memberLabels)
+			kubeAll := kubePlugin(t, kubeconfig, c.stanza, c.zones...)
+			kubeSelected := kubePlugin(t, kubeconfig, c.stanza+"\n"+memberLabels, c.zones...)
 			answered := compareDerived(t, f, kubeAll, kubeSelected)
 			if !c.hidden && answered < 25 {
 				t.Errorf("only %d questions have an answer: the world is not what the test means", answered)
@@ -193,9 +196,14 @@ func compareDerived(t *testing.T, f *fixture, kubeAll, kubeSelected *kubernetes.
 		qtype uint16
 	}
 	var qs []question
-	for _, n := range forward {
-		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT} {
-			qs = append(qs, question{n + ".demo.svc.cluster.local.", qtype})
+	for _, zone := range kubeAll.Zones {
+		if dnsutil.IsReverse(zone) > 0 {
+			continue
+		}
+		for _, n := range forward {
+			for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT} {
+				qs = append(qs, question{n + ".demo.svc." + zone, qtype})
+			}
 		}
 	}
 	for _, ip := range append(slices.Clone(reverse), onePTR...) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/coredns/caddy"
@@ -98,13 +99,15 @@ func (a *kubeAPI) serve(t *testing.T) string {
 	return path
 }
 
-// kubePlugin is the kubernetes plugin of stanza (its block's lines),
-// parsed by its own parser, reading a's objects through its own informers
-// until the test ends. It waits as long as CoreDNS's start-up waits, at
-// most until the plugin has synced.
-func kubePlugin(t *testing.T, kubeconfig, stanza string) *kubernetes.Kubernetes {
+// kubePlugin is the kubernetes plugin of stanza (its block's lines) for
+// cluster.local, in-addr.arpa and the other zones, parsed by its own
+// parser, reading a's objects through its own informers until the test
+// ends. It waits as long as CoreDNS's start-up waits, at most until the
+// plugin has synced.
+func kubePlugin(t *testing.T, kubeconfig, stanza string, zones ...string) *kubernetes.Kubernetes {
 	t.Helper()
-	c := caddy.NewTestController("dns", "kubernetes "+testZone+" in-addr.arpa. {\nkubeconfig "+kubeconfig+"\n"+stanza+"\n}")
+	zones = append([]string{testZone, "in-addr.arpa."}, zones...)
+	c := caddy.NewTestController("dns", "kubernetes "+strings.Join(zones, " ")+" {\nkubeconfig "+kubeconfig+"\n"+stanza+"\n}")
 	c.Next()
 	k, err := kubernetes.ParseStanza(c)
 	if err != nil {
