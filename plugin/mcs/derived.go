@@ -183,12 +183,7 @@ func (m *MCS) derivedView(q *query) *view {
 // other name there is its alone.
 func (m *MCS) serveDerivedOnly(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	switch q.name.shape {
-	case shapeService, shapeEndpoint, shapePort, shapeProto:
-	default:
-		return w, 0, nil
-	}
-	if !m.watcher.ready.Load() {
+	if !q.name.ofService() || !m.watcher.ready.Load() {
 		return w, 0, nil
 	}
 	if d := m.derivedView(q); d != nil {

@@ -14,9 +14,7 @@ import (
 // be an import's is changed: a broken mcs must not break ordinary names.
 func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	switch q.name.shape {
-	case shapeService, shapeEndpoint, shapePort, shapeProto:
-	default:
+	if !q.name.ofService() {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {

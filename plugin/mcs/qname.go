@@ -104,6 +104,16 @@ func (q *qname) twoLabels(outer, inner string, clusterset bool) {
 	q.port, q.proto = strings.TrimPrefix(outer, "_"), strings.TrimPrefix(inner, "_")
 }
 
+// ofService reports whether q is a service's name or one below it, the
+// names of native (and derived) answers.
+func (q qname) ofService() bool {
+	switch q.shape {
+	case shapeService, shapeEndpoint, shapePort, shapeProto:
+		return true
+	}
+	return false
+}
+
 func cutLast(s string) (rest, label string) {
 	i := strings.LastIndexByte(s, '.')
 	if i < 0 {
