@@ -210,7 +210,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)
 	qtype := q.state.QType()
 	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
-		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}}
+		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}, lastN: -1}
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		set.family = qtype
@@ -247,6 +247,11 @@ type derivedSet struct {
 	matched int
 	ips     []net.IP // matching endpoints' addresses of family, each once, as many as budget allows
 	seen    map[[16]byte]struct{}
+
+	// The last port list counted and its count: an import's slices share
+	// one interned list, whose ports are then read once a query.
+	lastPorts portList
+	lastN     int
 }
 
 // collect counts every match, as the kubernetes plugin weighs SRV records
@@ -256,6 +261,9 @@ type derivedSet struct {
 // per-endpoint name reads each endpoint's hostname.
 func (d *derivedSet) collect(ss []*endpointSlice) {
 	for _, s := range ss {
+		if d.srv == nil && d.matched > 0 && d.full() {
+			return // the name exists, and no SRV weight needs the count
+		}
 		ports := d.matchingPorts(s)
 		if ports == 0 {
 			continue
@@ -282,6 +290,9 @@ func (d *derivedSet) collect(ss []*endpointSlice) {
 // protocol; a slice without ports counts as one port (the kubernetes
 // plugin's port -1: an address, and no SRV record) where none is asked.
 func (d *derivedSet) matchingPorts(s *endpointSlice) int {
+	if s.ports == d.lastPorts && d.lastN >= 0 {
+		return d.lastN
+	}
 	n, ported := 0, false
 	for p := range s.ports.all() {
 		ported = true
@@ -292,6 +303,7 @@ func (d *derivedSet) matchingPorts(s *endpointSlice) int {
 	if !ported && d.port == "" && d.proto == "" {
 		n++
 	}
+	d.lastPorts, d.lastN = s.ports, n
 	return n
 }
 
