@@ -4,19 +4,24 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/miekg/dns"
+	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
 // A member may export a headless service of 100,000 endpoints and 100
 // ports: an answer stops at what the client's message can hold (the
 // server truncates the rest and sets TC), and a query of another type
-// than SRV builds no SRV records, so no query costs in proportion to what
-// a member exported.
+// than SRV builds one SRV record at most, so no query of a service's name,
+// native, clusterset or derived, costs in proportion to what a member
+// exported.
 func TestAnswersBoundedByTheMessage(t *testing.T) {
 	var ports []portSpec
 	for i := range 100 {
@@ -55,9 +60,48 @@ func TestAnswersBoundedByTheMessage(t *testing.T) {
 			t.Errorf("%s %s over a %d-byte message: %d records built, want some, at most %d", tc.name, dns.TypeToString[tc.qtype], tc.size, n, tc.size/minRR)
 		}
 	}
-	// The port exists: NODATA, and no SRV record was needed to say so.
+	// The port exists: NODATA, and one SRV record at most was needed to say so.
 	if m := queryOver(t, f.m, "_p7._tcp.big.demo.svc.clusterset.local.", dns.TypeTXT, true); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
 		t.Errorf("TXT of a port name: %s with %d records, want NODATA", dns.RcodeToString[m.Rcode], len(m.Answer))
+	}
+	derivedBounded(t, f)
+}
+
+// derivedBounded: a derived name of the big service costs about what its
+// clusterset name costs, whose answer is bounded by the message: it counts
+// each slice's matches at once for the SRV weights instead of reading
+// every endpoint and port (which cost it some 10,000 times more).
+func derivedBounded(t *testing.T, f *fixture) {
+	derived := serviceObj("demo", api.DerivedPrefix+"big", nil)
+	derived.Labels = map[string]string{api.LabelManagedBy: api.ManagedBy}
+	world := &kubeAPI{svcs: []corev1.Service{*derived}, nss: []corev1.Namespace{*namespaceObj("demo")}}
+	k := kubePlugin(t, world.serve(t), memberLabels)
+	f.m.Next, f.m.kube = k, kubePeerOf([]plugin.Handler{k})
+	cost := func(name string, qtype uint16) time.Duration {
+		if m := queryOver(t, f.m, name, qtype, false); len(m.Answer) == 0 {
+			t.Fatalf("%s %s: no answer\n%s", name, dns.TypeToString[qtype], m)
+		}
+		r := testing.Benchmark(func(b *testing.B) {
+			for b.Loop() {
+				queryOver(t, f.m, name, qtype, false)
+			}
+		})
+		return time.Duration(r.NsPerOp())
+	}
+	bounded := cost("big.demo.svc.clusterset.local.", dns.TypeA)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"derived-big.demo.svc.cluster.local.", dns.TypeA},
+		{"derived-big.demo.svc.cluster.local.", dns.TypeSRV},
+		{"_p7._tcp.derived-big.demo.svc.cluster.local.", dns.TypeSRV},
+	} {
+		c := cost(q.name, q.qtype)
+		t.Logf("%s %s: %v a query, the clusterset name %v", q.name, dns.TypeToString[q.qtype], c, bounded)
+		if c > 50*bounded {
+			t.Errorf("%s %s costs %v, the clusterset name %v: more than the message it fills", q.name, dns.TypeToString[q.qtype], c, bounded)
+		}
 	}
 }
 

@@ -63,6 +63,20 @@ func choose(v *view, mode answerMode, host bool, split func() candidates) (c cho
 	return c, true
 }
 
+// hasProtocol reports whether c answers SRV names of a named port that
+// speaks proto: _<proto>.<svc>… then has names below it.
+func (c choice) hasProtocol(proto string) bool {
+	if c.vips != nil {
+		return hasNamedProtocol(c.ports.all(), proto)
+	}
+	for _, s := range c.slices {
+		if hasNamedProtocol(s.ports.all(), proto) {
+			return true
+		}
+	}
+	return false
+}
+
 // endpointsOf is what the table needs to know of a query's candidates.
 func endpointsOf(s candidates) decide.Endpoints {
 	return decide.Endpoints{Local: readyCount(s.local), Fresh: len(s.fresh) > 0, Stale: len(s.stale) > 0}

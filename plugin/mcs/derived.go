@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"reflect"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -30,15 +31,21 @@ import (
 
 // kubePeer is what mcs answers derived names with of the kubernetes plugin
 // of its server: its TTL, the zone it names PTR targets in (its first
-// forward zone), and what it reads. Without one, no derived names.
+// forward zone), what it reads, and its rules for what it shows. Without
+// one, no derived names.
 type kubePeer struct {
-	ttl  uint32
-	zone string
-	api  interface {
+	ttl   uint32
+	zone  string
+	zones []string // its forward zones, where it names derived Services
+	api   interface {
 		SvcIndex(key string) []*object.Service
 		EpIndex(key string) []*object.Endpoints
+		HasSynced() bool
 	}
-	reverse func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
+	exposes   func(namespace string) bool                          // its rule for the names of a namespace
+	ptrHides  bool                                                 // it applies exposes to PTR names too (its namespaces option)
+	endpoints bool                                                 // it reads EndpointSlices (no noendpoints option)
+	reverse   func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
 }
 
 // kubePeerOf finds the kubernetes plugin among handlers.
@@ -48,13 +55,46 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		if !ok {
 			continue
 		}
+		var zones []string
 		for _, z := range k.Zones {
 			if dnsutil.IsReverse(z) == 0 {
-				return kubePeer{ttl: k.MinTTL(request.Request{}), zone: z, api: k.APIConn, reverse: reverseOf(k)}
+				zones = append(zones, strings.ToLower(dns.Fqdn(z)))
 			}
+		}
+		if len(zones) > 0 {
+			return kubePeer{ttl: k.MinTTL(request.Request{}), zone: zones[0], zones: zones, api: k.APIConn,
+				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
 		}
 	}
 	return kubePeer{}
+}
+
+// exposedBy asks k whether it shows the names of a namespace: its answer
+// for <ns>.svc.<zone>, which is a name error exactly when its rules (its
+// namespaces and namespace_labels options, and the Namespace as its
+// informer has it) hide the namespace, and then for every name in it.
+func exposedBy(k *kubernetes.Kubernetes, zone string) func(string) bool {
+	return func(namespace string) bool {
+		r := new(dns.Msg)
+		r.SetQuestion(dnsutil.Join(namespace, kubernetes.Svc, zone), dns.TypeA)
+		_, err := k.Records(context.Background(), request.Request{Req: r, Zone: zone}, false)
+		return !k.IsNameError(err)
+	}
+}
+
+// readsEndpoints reports whether k reads EndpointSlices at all, which its
+// noendpoints option turns off: then it has no name of any endpoint, nor
+// of a headless Service, and neither does mcs for it. The plugin keeps its
+// options unexported, so the field is read by name; should a CoreDNS
+// release rename it, this says no, and mcs answers no derived name, which
+// TestDerivedNamesAsKubernetes reports.
+func readsEndpoints(k *kubernetes.Kubernetes) bool {
+	opts := reflect.ValueOf(k).Elem().FieldByName("opts")
+	if opts.Kind() != reflect.Struct {
+		return false
+	}
+	f := opts.FieldByName("initEndpointsCache")
+	return f.Kind() == reflect.Bool && f.Bool()
 }
 
 // reverseOf is k's PTR lookup of the names in its zones, without the
@@ -88,18 +128,30 @@ func (k kubePeer) localPTR(ctx context.Context, state request.Request) string {
 }
 
 // standsIn reports whether mcs answers for the kubernetes plugin the names
-// of Service namespace/name: it holds the Service and none of its slices.
-// headless is the Service's.
+// of Service namespace/name, the controller's derived Service of an
+// import: the plugin has synced (before, mcs cannot tell what it reads),
+// reads EndpointSlices, shows the namespace, and holds the Service and
+// none of its slices. headless is the Service's.
 func (k kubePeer) standsIn(namespace, name string) (headless, ok bool) {
-	if k.api == nil {
+	if k.api == nil || !k.endpoints || !k.api.HasSynced() {
 		return false, false
 	}
 	key := object.ServiceKey(name, namespace)
 	svcs := k.api.SvcIndex(key)
-	if len(svcs) == 0 || svcs[0].Type == corev1.ServiceTypeExternalName || len(k.api.EpIndex(key)) > 0 {
+	if len(svcs) == 0 || svcs[0].Type == corev1.ServiceTypeExternalName || len(k.api.EpIndex(key)) > 0 || !k.exposes(namespace) {
 		return false, false
 	}
 	return svcs[0].Headless(), true
+}
+
+// showsPTR reports whether the kubernetes plugin, reading the imported
+// slices, would answer the PTR name of an endpoint of namespace: it names
+// no endpoint without reading slices, and applies its rules for a
+// namespace to PTR names only with its namespaces option (not with
+// namespace_labels), as its reverse lookup does. Before it has synced, its
+// own answer stands.
+func (k kubePeer) showsPTR(namespace string) bool {
+	return k.api != nil && k.endpoints && k.api.HasSynced() && (!k.ptrHides || k.exposes(namespace))
 }
 
 // mayImport reports whether namespace/name may be an imported service, or
@@ -125,6 +177,21 @@ func (m *MCS) derivedView(q *query) *view {
 	return m.idx.view(q.name.namespace, svc)
 }
 
+// serveDerivedOnly answers a derived name in a forward zone of the
+// kubernetes plugin that is not mcs's (its second zone, say): the
+// kubernetes plugin names derived Services in each of its zones, and every
+// other name there is its alone.
+func (m *MCS) serveDerivedOnly(q *query) (dns.ResponseWriter, int, error) {
+	w := q.state.W
+	if !q.name.ofService() || !m.watcher.ready.Load() {
+		return w, 0, nil
+	}
+	if d := m.derivedView(q); d != nil {
+		return m.serveDerived(q, d)
+	}
+	return w, 0, nil
+}
+
 // serveDerived answers a name of v's derived Service from its imported
 // slices (every cluster's, this one's included, stale or not: the
 // kubernetes plugin knows nothing of either) when it stands in for the
@@ -133,15 +200,21 @@ func (m *MCS) derivedView(q *query) *view {
 // for its NXDOMAIN.
 func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	w := q.state.W
+	if m.idx.hasService(q.name.namespace, q.name.service) { // a user's, not the controller's
+		return w, 0, nil
+	}
 	headless, ok := m.kube.standsIn(q.name.namespace, q.name.service)
-	if !ok || q.name.shape != shapeEndpoint && !headless {
+	if !ok || q.name.shape == shapeProto || q.name.shape != shapeEndpoint && !headless { // the kubernetes plugin denies _<proto> names
 		return w, 0, nil
 	}
 	svcName := dnsutil.Join(q.name.service, q.name.namespace, "svc", q.zone)
 	qtype := q.state.QType()
 	set := derivedSet{owner: q.owner, svcName: svcName, host: q.name.host, port: q.name.port, proto: q.name.proto,
-		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}}
-	if qtype == dns.TypeSRV {
+		ttl: m.kube.ttl, budget: budget{state: q.state}, seen: map[[16]byte]struct{}{}, lastN: -1}
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		set.family = qtype
+	case dns.TypeSRV:
 		set.srv = newSRVSet(q, m.kube.ttl)
 	}
 	set.collect(v.imported())
@@ -151,7 +224,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	var resp response
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
-		resp.answer = set.addrs(qtype)
+		resp.answer = set.addrs()
 	case dns.TypeSRV:
 		resp.answer, resp.extra = set.records()
 	}
@@ -169,59 +242,103 @@ type derivedSet struct {
 	ttl               uint32
 	budget            budget
 	srv               *srvSet // an SRV query's records; nil for other types, whose matches are only counted
+	family            uint16  // an A or AAAA query's: the addresses collected; 0 for other types
 
 	matched int
-	ips     []net.IP // matching endpoints' addresses, each once
+	ips     []net.IP // matching endpoints' addresses of family, each once, as many as budget allows
 	seen    map[[16]byte]struct{}
+
+	// The last port list counted and its count: an import's slices share
+	// one interned list, whose ports are then read once a query.
+	lastPorts portList
+	lastN     int
 }
 
+// collect counts every match, as the kubernetes plugin weighs SRV records
+// by them, but builds records only until the message is full: a name of
+// every endpoint counts each slice's at once, from how many of its ports
+// match, and reads its endpoints only while there is room for them; a
+// per-endpoint name reads each endpoint's hostname.
 func (d *derivedSet) collect(ss []*endpointSlice) {
 	for _, s := range ss {
+		if d.srv == nil && d.matched > 0 && d.full() {
+			return // the name exists, and no SRV weight needs the count
+		}
+		ports := d.matchingPorts(s)
+		if ports == 0 {
+			continue
+		}
+		if d.host == "" {
+			d.matched += ports * s.count()
+		}
 		for e := range s.all() {
-			if d.host != "" && !e.named(d.host) {
-				continue
+			if d.host == "" && d.full() {
+				break
 			}
-			n := d.matchingPorts(s, e)
-			if _, dup := d.seen[addrKey(e.ip)]; n > 0 && !dup && d.budget.allows(len(d.ips)) {
-				d.seen[addrKey(e.ip)] = struct{}{}
-				d.ips = append(d.ips, e.ip)
+			if d.host != "" {
+				if !e.named(d.host) {
+					continue
+				}
+				d.matched += ports
 			}
-			d.matched += n
+			d.add(s, e)
 		}
 	}
 }
 
-// matchingPorts adds the SRV records of e's ports that match and returns
-// how many matched.
-func (d *derivedSet) matchingPorts(s *endpointSlice, e endpoint) int {
+// matchingPorts is how many of s's ports match the name's port and
+// protocol; a slice without ports counts as one port (the kubernetes
+// plugin's port -1: an address, and no SRV record) where none is asked.
+func (d *derivedSet) matchingPorts(s *endpointSlice) int {
+	if s.ports == d.lastPorts && d.lastN >= 0 {
+		return d.lastN
+	}
 	n, ported := 0, false
 	for p := range s.ports.all() {
 		ported = true
-		if !p.matches(d.port, d.proto) {
-			continue
+		if p.matches(d.port, d.proto) {
+			n++
 		}
-		n++
-		d.addSRV(e, p)
 	}
 	if !ported && d.port == "" && d.proto == "" {
-		n++ // the kubernetes plugin's port -1: an address, and no SRV record
+		n++
 	}
+	d.lastPorts, d.lastN = s.ports, n
 	return n
 }
 
-func (d *derivedSet) addSRV(e endpoint, p port) {
-	if d.srv != nil && p.port > 0 && !d.srv.full() {
-		d.srv.add(d.owner, e.hostname()+"."+d.svcName, p, e.ip)
+// full reports whether the message has no room for another record.
+func (d *derivedSet) full() bool {
+	return (d.family == 0 || !d.budget.allows(len(d.ips))) && (d.srv == nil || d.srv.full())
+}
+
+// add builds the records of e, an endpoint of s that matches.
+func (d *derivedSet) add(s *endpointSlice, e endpoint) {
+	if family(e.ip) == d.family { // the other family takes none of the answer's room
+		d.addAddr(e.ip)
+	}
+	if d.srv == nil {
+		return
+	}
+	for p := range s.ports.all() {
+		if p.port > 0 && p.matches(d.port, d.proto) && !d.srv.full() {
+			d.srv.add(d.owner, e.hostname()+"."+d.svcName, p, e.ip)
+		}
+	}
+}
+
+func (d *derivedSet) addAddr(ip net.IP) {
+	if _, dup := d.seen[addrKey(ip)]; !dup && d.budget.allows(len(d.ips)) {
+		d.seen[addrKey(ip)] = struct{}{}
+		d.ips = append(d.ips, ip)
 	}
 }
 
 // addrs are the A or AAAA records of the matching endpoints.
-func (d *derivedSet) addrs(qtype uint16) []dns.RR {
+func (d *derivedSet) addrs() []dns.RR {
 	var rrs []dns.RR
 	for _, ip := range d.ips {
-		if family(ip) == qtype {
-			rrs = append(rrs, addrRR(d.owner, ip, d.ttl))
-		}
+		rrs = append(rrs, addrRR(d.owner, ip, d.ttl))
 	}
 	return rrs
 }

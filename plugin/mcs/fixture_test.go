@@ -273,12 +273,14 @@ func localSlice(ns, svc, name string, ports []portSpec, eps ...ep) *discoveryv1.
 }
 
 // importedSlice is written by mcs-controller: labelled with the source
-// cluster, and with kubernetes.io/service-name=derived-<svc>.
+// cluster, with kubernetes.io/service-name=derived-<svc>, and as the
+// controller's (endpointslice.kubernetes.io/managed-by).
 func importedSlice(ns, svc, cluster, name string, ports []portSpec, eps ...ep) *discoveryv1.EndpointSlice {
 	return sliceObj(ns, api.ImportedPrefix+cluster+"-"+name, map[string]string{
 		mcsv1b1.LabelServiceName:     svc,
 		mcsv1b1.LabelSourceCluster:   cluster,
 		discoveryv1.LabelServiceName: api.DerivedPrefix + svc,
+		discoveryv1.LabelManagedBy:   api.ManagedBy,
 	}, ports, eps...)
 }
 

@@ -87,15 +87,21 @@ func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass
 	// for escapes); lowering the printed one gives the same as Name.
 	owner := state.QName()
 	name := strings.ToLower(owner)
-	zone := m.matchZone(name)
+	zone, derivedOnly := m.matchZone(name), false
 	if zone == "" {
-		return w, nil, 0, nil
+		// A forward zone of the kubernetes plugin that is not mcs's: only
+		// its derived names may be mcs's to answer (derived.go).
+		if zone, derivedOnly = matchZone(m.kube.zones, name), true; zone == "" {
+			return w, nil, 0, nil
+		}
 	}
 	q := &query{ctx: ctx, state: state, owner: owner, lower: name, zone: zone, origZone: zone, name: parseName(name, zone)}
 	if len(q.owner) == len(name) {
 		q.origZone = q.owner[len(name)-len(zone):]
 	}
 	switch {
+	case derivedOnly:
+		pass, rcode, err = m.serveDerivedOnly(q)
 	case zone == clustersetZone:
 		pass, rcode, err = m.serveClusterset(q)
 	case isReverse(zone):
@@ -112,12 +118,15 @@ func answered(rcode int, err error) (dns.ResponseWriter, int, error) { return ni
 // matchZone is plugin.Zones.Matches without its allocations: on lower-case
 // names without escapes a label boundary is a plain dot, so a suffix test
 // suffices (zones are never the root).
-func (m *MCS) matchZone(name string) string {
+func (m *MCS) matchZone(name string) string { return matchZone(m.cfg.zones, name) }
+
+// matchZone is the longest of zones that name is in, or "".
+func matchZone(zones []string, name string) string {
 	if strings.IndexByte(name, '\\') >= 0 {
-		return plugin.Zones(m.cfg.zones).Matches(name)
+		return plugin.Zones(zones).Matches(name)
 	}
 	zone := ""
-	for _, z := range m.cfg.zones {
+	for _, z := range zones {
 		if len(z) > len(zone) && (name == z || strings.HasSuffix(name, z) && name[len(name)-len(z)-1] == '.') {
 			zone = z
 		}

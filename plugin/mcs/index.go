@@ -96,6 +96,16 @@ func (x *index) importedView(k svcKey) *view {
 	return nil
 }
 
+// hasService reports whether a Service namespace/name that is not the
+// controller's exists: mcs reads every Service but the ones the controller
+// writes (informers.go).
+func (x *index) hasService(namespace, name string) bool {
+	x.mu.RLock()
+	v := x.views[svcKey{namespace, name}]
+	x.mu.RUnlock()
+	return v != nil && v.svc != nil
+}
+
 func (x *index) hasNamespace(name string) bool {
 	x.mu.RLock()
 	_, ok := x.namespaces[name]

@@ -14,9 +14,7 @@ import (
 // be an import's is changed: a broken mcs must not break ordinary names.
 func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	switch q.name.shape {
-	case shapeService, shapeEndpoint, shapePort:
-	default:
+	if !q.name.ofService() {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
@@ -36,6 +34,9 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	split := func() candidates { return v.split(m.idx, host, time.Now()) }
 	c, ok := choose(v, m.cfg.answer, host != "", split)
 	if !ok {
+		return w, 0, nil
+	}
+	if q.name.shape == shapeProto && !c.hasProtocol(q.name.proto) {
 		return w, 0, nil
 	}
 	resp, ok := m.nativeAnswer(q, v, c, host)
@@ -70,8 +71,13 @@ func (m *MCS) unsynced(q *query) dns.ResponseWriter {
 // when an SRV name asks for a port the chosen set does not have.
 func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, bool) {
 	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
-	if q.name.shape == shapePort {
+	switch q.name.shape {
+	case shapePort:
 		return m.nativeSRV(q, v, c, host, true)
+	case shapeProto:
+		// No records, but the SRV names below it: it exists (RFC 8020),
+		// so NODATA, or resolvers would deny the names below.
+		return nodata, true
 	}
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:

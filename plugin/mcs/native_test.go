@@ -519,3 +519,32 @@ func TestPassedOnToldToRecorder(t *testing.T) {
 		t.Fatalf("recorded plugin %q, answer\n%s", rec.Plugin, rec.Msg)
 	}
 }
+
+// RFC 8020: _<proto>.<svc>.<ns>.svc.cluster.local of a service mcs answers
+// has no records but SRV names below it when a named port of the chosen
+// set speaks the protocol: it is NODATA, never the next plugin's NXDOMAIN,
+// which resolvers would take to deny the names below it too.
+func TestNativeProtoExists(t *testing.T) {
+	f := newFixture(t, baseConfig(),
+		namespaceObj("demo"),
+		importObj("demo", "serve", []string{vipSet}, []portSpec{httpPort, dnsPort}, withStrategy("RemoteAndLocal")),
+		importObj("demo", "web", nil, []portSpec{httpPort}, withStrategy("RemoteAndLocal"), headlessImport),
+		importedSlice("demo", "web", "member2", "a", []portSpec{httpPort}, ep{ip: "10.2.0.5"}),
+	)
+	soa := test.SOA("cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5")
+	var cases []test.Case
+	for _, name := range []string{"_tcp.serve.demo.svc.cluster.local.", "_udp.serve.demo.svc.cluster.local.", "_tcp.web.demo.svc.cluster.local."} {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeSRV} {
+			cases = append(cases, test.Case{Qname: name, Qtype: qtype, Authoritative: true, Ns: []dns.RR{soa}})
+		}
+	}
+	f.check(cases)
+	for _, name := range []string{"_sctp.serve.demo.svc.cluster.local.", "_udp.web.demo.svc.cluster.local.", "_tcp.other.demo.svc.cluster.local."} {
+		if resp := f.query(name, dns.TypeA); !passedOn(resp) {
+			t.Errorf("%s: no SRV name below it: want passed on, got\n%s", name, resp)
+		}
+	}
+	if resp := f.query("_http._tcp.serve.demo.svc.cluster.local.", dns.TypeSRV); len(resp.Answer) != 1 {
+		t.Errorf("the SRV name below: want one record, got\n%s", resp)
+	}
+}

@@ -8,10 +8,11 @@ import (
 
 // shape is what a query name names under its zone. The labels left of a
 // service mean different things in the two kinds of zone: in a native zone
-// one label is an endpoint's hostname and two are _port._proto (always, as
-// in the kubernetes plugin); in the clusterset zone one label is a cluster
-// id or an _proto, and two are hostname.clusterid unless either starts
-// with "_", when they are _port._proto.
+// one label is an endpoint's hostname or an _proto (no hostname starts
+// with "_") and two are _port._proto (always, as in the kubernetes
+// plugin); in the clusterset zone one label is a cluster id or an _proto,
+// and two are hostname.clusterid unless either starts with "_", when they
+// are _port._proto.
 type shape int
 
 const (
@@ -22,7 +23,7 @@ const (
 	shapeEndpoint               // <host>.<svc>… (native), <host>.<cluster>.<svc>… (clusterset)
 	shapePort                   // _<port>._<proto>.<svc>…
 	shapeCluster                // <cluster>.<svc>… (clusterset): names exist below it
-	shapeProto                  // _<proto>.<svc>… (clusterset): names exist below it
+	shapeProto                  // _<proto>.<svc>…: names may exist below it
 	shapeTooLong                // deeper than any record
 )
 
@@ -79,14 +80,14 @@ func parseName(name, zone string) qname {
 	return q
 }
 
-// oneLabel files <label>.<svc>…: a hostname in a native zone, a cluster id
-// or an _proto in the clusterset zone.
+// oneLabel files <label>.<svc>…: an _proto, else a hostname in a native
+// zone and a cluster id in the clusterset zone.
 func (q *qname) oneLabel(label string, clusterset bool) {
 	switch proto, isProto := strings.CutPrefix(label, "_"); {
-	case !clusterset:
-		q.shape, q.host = shapeEndpoint, label
 	case isProto:
 		q.shape, q.proto = shapeProto, proto
+	case !clusterset:
+		q.shape, q.host = shapeEndpoint, label
 	default:
 		q.shape, q.cluster = shapeCluster, label
 	}
@@ -101,6 +102,16 @@ func (q *qname) twoLabels(outer, inner string, clusterset bool) {
 	}
 	q.shape = shapePort
 	q.port, q.proto = strings.TrimPrefix(outer, "_"), strings.TrimPrefix(inner, "_")
+}
+
+// ofService reports whether q is a service's name or one below it, the
+// names of native (and derived) answers.
+func (q qname) ofService() bool {
+	switch q.shape {
+	case shapeService, shapeEndpoint, shapePort, shapeProto:
+		return true
+	}
+	return false
 }
 
 func cutLast(s string) (rest, label string) {

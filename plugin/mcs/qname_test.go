@@ -22,8 +22,9 @@ func TestParseName(t *testing.T) {
 		{"demo.svc.cluster.local.", native, qname{shape: shapeNamespace, base: "demo.svc", namespace: "demo"}},
 		{"serve.demo.svc.cluster.local.", native, qname{shape: shapeService, base: "serve.demo.svc", namespace: "demo", service: "serve"}},
 		{"web-0.web.demo.svc.cluster.local.", native, qname{shape: shapeEndpoint, base: "web-0.web.demo.svc", namespace: "demo", service: "web", host: "web-0"}},
-		// One label is a hostname in a native zone, even with an underscore.
-		{"_tcp.web.demo.svc.cluster.local.", native, qname{shape: shapeEndpoint, base: "_tcp.web.demo.svc", namespace: "demo", service: "web", host: "_tcp"}},
+		// One label is an _proto in a native zone too: no hostname starts with "_".
+		{"_tcp.web.demo.svc.cluster.local.", native, qname{shape: shapeProto, base: "_tcp.web.demo.svc", namespace: "demo", service: "web", proto: "tcp"}},
+		{"_x.web.demo.svc.cluster.local.", native, qname{shape: shapeProto, base: "_x.web.demo.svc", namespace: "demo", service: "web", proto: "x"}},
 		{"_http._tcp.serve.demo.svc.cluster.local.", native, qname{shape: shapePort, base: "_http._tcp.serve.demo.svc", namespace: "demo", service: "serve", port: "http", proto: "tcp"}},
 		// Two labels are always a port in a native zone, as in the kubernetes plugin.
 		{"http.tcp.serve.demo.svc.cluster.local.", native, qname{shape: shapePort, base: "http.tcp.serve.demo.svc", namespace: "demo", service: "serve", port: "http", proto: "tcp"}},
@@ -117,10 +118,10 @@ func splitName(name, zone string) qname {
 	switch {
 	case len(labels) == 3:
 		q.shape = shapeService
-	case len(labels) == 4 && !clusterset:
-		q.shape, q.host = shapeEndpoint, labels[3]
 	case len(labels) == 4 && underscore(labels[3]):
 		q.shape, q.proto = shapeProto, trim(labels[3])
+	case len(labels) == 4 && !clusterset:
+		q.shape, q.host = shapeEndpoint, labels[3]
 	case len(labels) == 4:
 		q.shape, q.cluster = shapeCluster, labels[3]
 	case len(labels) == 5 && clusterset && !underscore(labels[3]) && !underscore(labels[4]):
@@ -146,7 +147,8 @@ func TestNamePossible(t *testing.T) {
 		"http.sctp.serve.demo.svc.cluster.local.":       true,
 		"www.example.com.demo.svc.cluster.local.":       false, // protocol example
 		"_http._tcp.-serve.demo.svc.cluster.local.":     false,
-		"_tcp.web.demo.svc.cluster.local.":              false, // a hostname with "_"
+		"_tcp.web.demo.svc.cluster.local.":              true,  // _<proto>, which names exist below
+		"_x.web.demo.svc.cluster.local.":                false, // no such protocol
 		"serve.de_mo.svc.cluster.local.":                false,
 		"demo.svc.clusterset.local.":                    true,
 		"de_mo.svc.clusterset.local.":                   false,

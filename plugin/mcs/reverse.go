@@ -40,7 +40,7 @@ func (m *MCS) serveReverse(q *query) (dns.ResponseWriter, int, error) {
 	if ip == nil {
 		return w, 0, nil
 	}
-	names := m.idx.ptrNames(ip, clustersetZone, m.kube.zone)
+	names := m.idx.ptrNames(ip, clustersetZone, m.kube.zone, m.kube.showsPTR)
 	if names.clusterset == "" && names.derived == "" {
 		return w, 0, nil
 	}
@@ -75,19 +75,20 @@ type ptrSet struct {
 // endpoints are reached through <svc>.<ns>.svc.<zone>, which is their name.
 // Only imported services have clusterset names; every imported slice has
 // derived names, as the kubernetes plugin names them in its zone kubeZone
-// ("": none).
-func (x *index) ptrNames(ip net.IP, zone, kubeZone string) ptrSet {
+// ("": none), in the namespaces whose PTR names it shows.
+func (x *index) ptrNames(ip net.IP, zone, kubeZone string, shows func(namespace string) bool) ptrSet {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var names ptrSet
 	for s := range x.addrs.slices(ip) {
 		v := x.importedView(svcKey{s.namespace(), s.service})
 		svcName := dnsutil.Join(s.service, s.namespace(), "svc", zone)
+		derived := kubeZone != "" && shows(s.namespace())
 		for e := range s.all() {
 			if !e.ip.Equal(ip) {
 				continue
 			}
-			if kubeZone != "" {
+			if derived {
 				names.derived = preferPTR(names.derived, dnsutil.Join(e.hostname(), api.DerivedPrefix+s.service, s.namespace(), "svc", kubeZone))
 			}
 			if v == nil || s.cluster == x.self { // not imported, or this cluster's own: no clusterset name
