@@ -49,9 +49,9 @@ const maxObjectBytes = 2 << 20
 
 // maxElements bounds the values (fields, entries, items) of one object,
 // which decoding takes more than its bytes: a million empty endpoints
-// take 2 MiB of JSON, and about 120 MiB decoded. 131,072 are ten times
-// what an EndpointSlice of 1,000 endpoints, the most an API server lets
-// one hold, has; decoded they take some tens of MiB at most.
+// take 2 MiB of JSON, and over 100 MiB decoded. 131,072 are seven times
+// the 17,000 that an EndpointSlice of 1,000 endpoints, the most an API
+// server lets one hold, has.
 const maxElements = 1 << 17
 
 // maxListElements bounds the values of a list: 10,000 Services of 100.
