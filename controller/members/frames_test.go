@@ -2,6 +2,7 @@ package members
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"testing"
 
@@ -142,5 +143,27 @@ func FuzzJSONFrames(f *testing.F) {
 				t.Fatalf("%d items in a list of 2", n)
 			}
 		}
+	})
+}
+
+// A protobuf watch stream's values are counted, never fewer than its
+// fields, whatever the bytes; no input panics.
+func FuzzProtobufElements(f *testing.F) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "b", Annotations: map[string]string{"k": "v"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}, {Port: 2}}}}
+	data, err := svc.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add(append(bytes.Clone(protobufMagic), data...))
+	f.Add([]byte{0x12, 0x00, 0x12, 0x00})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		n := protobufElements(msg, maxDepth)
+		if top, ok := elementsOf(bytes.TrimPrefix(msg, protobufMagic), 0); ok && n < top {
+			t.Fatalf("%d values, fewer than the %d fields at the top", n, top)
+		}
+		frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...)
+		(&lengthFrames{}).next(frame, maxObjectBytes, func(int64, []byte) {})
 	})
 }
