@@ -28,23 +28,25 @@ import (
 // as it came, and what is decoded is then those bytes.
 //
 //   - A watch event (initial lists arrive as watches too) at most
-//     maxObjectBytes: its frame, in the 4-byte length-delimited protobuf
-//     stream or, in a JSON stream, from the end of one top-level value to
-//     the end of the next (jsonFrames).
+//     maxObjectBytes and maxElements: its frame, in the 4-byte
+//     length-delimited protobuf stream or, in a JSON stream, from the end
+//     of one top-level value to the end of the next (jsonFrames). The
+//     initial events of a watch-list, which client-go holds until the
+//     last, count against the member's --member-max-objects and, with
+//     what its informers hold, --member-max-mib as they arrive.
 //   - A GET or write of one object, and discovery, maxObjectBytes.
 //   - A list, which client-go reads whole before decoding it,
-//     maxListBytes.
+//     maxListBytes, maxListElements and --member-max-objects items.
 //   - Anything else (/readyz, the probe) maxProbeBytes.
 //
 // An answer past its bound fails the request, and the member is refused
 // (Member.refuse): it is not an API server to trust.
 
 // maxObjectBytes bounds one object as the API server sends or the caches
-// hold it. etcd refuses a request past 1.5 MiB (its --max-request-bytes,
-// which the API server is documented against), so no API server stores a
-// larger object; a watch event adds its type and frame, some dozens of
-// bytes. The rest of the 2 MiB is margin for an etcd configured a little
-// higher.
+// hold it. etcd refuses a request past 1.5 MiB (its --max-request-bytes
+// by default), so no API server stores a larger object; a watch event
+// adds its type and frame, some dozens of bytes. The rest of the 2 MiB
+// is margin for an etcd configured a little higher.
 const maxObjectBytes = 2 << 20
 
 // maxElements bounds the values (fields, entries, items) of one object,
@@ -385,6 +387,9 @@ func (f *lengthFrames) next(p []byte, limit int64, ended func(int64, []byte)) st
 func (f *lengthFrames) end(ended func(int64, []byte)) string {
 	frame := f.frame
 	f.frame = f.frame[:0]
+	if cap(f.frame) > maxSmallFrame<<6 {
+		f.frame = nil // a large frame's buffer is not kept for the watch's life
+	}
 	if protobufElements(frame, maxDepth) > maxElements {
 		return tooManyElements(maxElements)
 	}
