@@ -81,7 +81,7 @@ func parseFlags() *flags {
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
-	fs.IntVar(&f.maxMiB, "member-max-mib", 256, "MiB the objects the controller holds of one member may take, packed (about 400 bytes an object in a real fleet); past it, the member counts as unreachable for 10 minutes; 0: no bound")
+	fs.IntVar(&f.maxMiB, "member-max-mib", 192, "MiB the objects the controller holds of one member may take, counted as decoded (their encoded bytes, about 600 an object in a real fleet; packed they take less), with the initial events of its watches under way; past it, the member counts as unreachable for 10 minutes; 0: no bound. Size the controller's memory limit with it (docs/operations.md)")
 	fs.IntVar(&f.maxObjects, "member-max-objects", 100000, "objects the controller may hold of one member (Services, EndpointSlices, Namespaces, ServiceExports, ServiceImports); past it, the member counts as unreachable for 10 minutes; 0: no bound")
 	fs.IntVar(&f.maxExports, "member-max-exports", 20000, "ServiceExports of one member that are used, of those that can be (each costs every consumer a derived Service and its VIP; one without a Service, or from a namespace it may not export from, counts for nothing); past it, its newest are not, their Valid condition TooManyExports; 0: no bound")
 	fs.IntVar(&f.workers, "workers", 16, "services synced in parallel; each waits for its writes, so more workers than cores pay off")

@@ -229,10 +229,10 @@ func (c *caches) count(full func(c *caches, over string)) error {
 		case c.max > 0 && c.held.Load() > c.max:
 			over = fmt.Sprintf("more than %d objects (its Services, EndpointSlices, Namespaces, ServiceExports and ServiceImports together; --member-max-objects)", c.max)
 		case c.maxBytes > 0 && c.bytes.Load() > c.maxBytes:
-			over = fmt.Sprintf("objects that take more than %d MiB held, packed (--member-max-mib)", c.maxBytes>>20)
+			over = fmt.Sprintf("objects that take more than %d MiB held, as decoded (--member-max-mib)", c.maxBytes>>20)
 		case n > maxObjectBytes:
 			m, _ := obj.(metav1.Object)
-			over = fmt.Sprintf("an object, %s/%s, that takes %d KiB held, packed (no API server stores one of more than 1.5 MiB)", m.GetNamespace(), m.GetName(), n>>10)
+			over = fmt.Sprintf("an object, %s/%s, that takes %d KiB as decoded (no API server stores one of more than 1.5 MiB)", m.GetNamespace(), m.GetName(), n>>10)
 		default:
 			return
 		}
@@ -263,17 +263,13 @@ func (c *caches) count(full func(c *caches, over string)) error {
 	return nil
 }
 
-// maxObjectBytes bounds what one object may take held. An API server
-// stores none larger than etcd's request limit (1.5 MiB); a member that
-// serves one is not an API server to trust.
-const maxObjectBytes = 2 << 20
-
 // objectOverhead is about what an object held takes besides its packed
 // data and names: the packed struct, the store's and indexes' entries.
 const objectOverhead = 200
 
-// bytesOf is about what obj takes held: its packed data and names (a
-// Namespace keeps its name alone), and objectOverhead.
+// bytesOf is about what obj takes held, counted as decoded
+// (packed.heldBytes): its object and names (a Namespace keeps its name
+// alone), and objectOverhead.
 func bytesOf(obj any) int64 {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj

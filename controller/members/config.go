@@ -83,7 +83,8 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = qps, burst
 	rc.UserAgent = "mcs-controller/" + name
-	rc.Wrap(boundResponses(maxResponseBytes))
+	bounded := &answers{name: name}
+	rc.Wrap(bounded.wrap)
 	// Custom resources only speak JSON; built-in types are cheaper as protobuf.
 	kubeRC := rest.CopyConfig(rc)
 	kubeRC.ContentType = runtime.ContentTypeProtobuf
@@ -104,6 +105,7 @@ func fromConfig(name, source string, rc *rest.Config, qps float32, burst int) (*
 	}
 	m := New(name, source, kube, mcs)
 	m.Control = control
+	bounded.member.Store(m)
 	return m, nil
 }
 

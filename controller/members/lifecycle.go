@@ -16,6 +16,7 @@ import (
 //	none ──install──▶ serving ──freshCaches──▶ serving + fresh ──swap──▶ serving
 //	                     │  (cut off, or a new selector)  └──cutOffNow: fresh stopped
 //	any caches ──overflow──▶ overflowed ──overflowRetry──▶ none
+//	any state ───refuse───▶ overflowed
 //
 // Caches are put in place (install, freshCaches) before they start, and
 // only in the state they were made for: an overflow, which only started
@@ -23,7 +24,8 @@ import (
 // that no caches stopped while they listed are ever read or swapped in
 // (they would count as synced with what they held when they stopped, and
 // renew the member's Leases from it), and none are put in place past an
-// overflow.
+// overflow. A refusal of an answer (responses.go) may come from any
+// request, the caches' or not, and takes out whatever is in place.
 
 // lifecycle is what the probe decides by, read at once.
 type lifecycle struct {
@@ -134,10 +136,29 @@ const overflowRetry = 10 * time.Minute
 // after overflowRetry.
 func (m *Member) overflow(c *caches, over string) {
 	err := fmt.Errorf("%s holds %s: its informers are stopped, to be listed again in %s", m.Name, over, overflowRetry)
+	if m.takeOut(c, err) {
+		klog.ErrorS(err, "Member holds too many objects", "cluster", m.Name, "source", m.Source)
+	}
+}
+
+// refuse takes the member out as overflow does, whatever caches it has,
+// for an answer of its API server past its bound (responses.go): any
+// request may be the one, and a member that answers so is not an API
+// server whose lists are worth the memory.
+func (m *Member) refuse(refusal error) {
+	err := fmt.Errorf("%w; its informers are stopped, to be listed again in %s", refusal, overflowRetry)
+	m.takeOut(nil, err)
+	klog.ErrorS(err, "Member's answer refused", "cluster", m.Name, "source", m.Source)
+}
+
+// takeOut stops the member's caches and counts it as unreachable with err
+// until overflowRetry passes; when c is not nil, only if c is still
+// in place. It reports whether it took the member out.
+func (m *Member) takeOut(c *caches, err error) bool {
 	m.mu.Lock()
-	if m.caches != c && m.fresh != c {
+	if c != nil && m.caches != c && m.fresh != c {
 		m.mu.Unlock()
-		return // already taken out
+		return false // already taken out
 	}
 	stopped := []*caches{m.caches, m.fresh}
 	m.caches, m.fresh = nil, nil
@@ -148,5 +169,5 @@ func (m *Member) overflow(c *caches, over string) {
 			s.stop()
 		}
 	}
-	klog.ErrorS(err, "Member holds too many objects", "cluster", m.Name, "source", m.Source)
+	return true
 }

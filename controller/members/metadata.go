@@ -43,12 +43,13 @@ var heldKeys = map[string]bool{
 	discoveryv1.LabelManagedBy: true, discoveryv1.LabelServiceName: true,
 	api.AnnotationStrategy: true, api.AnnotationMinReadyEndpoints: true, api.AnnotationFailoverOrder: true,
 	api.AnnotationSourceGeneration: true, api.AnnotationFilled: true, api.AnnotationStale: true,
-	AnnotationTrimmed: true,
 }
 
 // boundMetadata trims m's labels and annotations when they take more than
-// MaxHeldMetadata, and marks it.
+// MaxHeldMetadata, and marks it. A mark the object came with is the
+// member's, never honoured: it would make every write GET first.
 func boundMetadata(m *metav1.ObjectMeta) {
+	delete(m.Annotations, AnnotationTrimmed)
 	if api.MetadataBytes(m.Labels)+api.MetadataBytes(m.Annotations) <= MaxHeldMetadata {
 		return
 	}

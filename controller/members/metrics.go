@@ -34,7 +34,7 @@ var objectsLimitGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 var bytesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "mcs_member_bytes",
-	Help: "About what the objects the controller holds of the member cluster take, packed, as of its last probe (bounded by --member-max-mib).",
+	Help: "About what the objects the controller holds of the member cluster take, counted as decoded, as of its last probe (bounded by --member-max-mib).",
 }, []string{"cluster"})
 
 var exportsRefusedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -28,6 +28,9 @@ type packed[T any] struct {
 	namespace, name, resourceVersion string
 	data                             []byte
 	dict                             *dictionary // what data is compressed against, and its class
+	// size is the object's encoded bytes, which every read decodes
+	// however few data takes (heldBytes).
+	size int
 }
 
 type (
@@ -46,12 +49,15 @@ func pack[T any](obj *T, ours bool) (*packed[T], error) {
 		return nil, fmt.Errorf("packing %s/%s: %w", m.GetNamespace(), m.GetName(), err)
 	}
 	d := dictionaryOf[T](ours)
-	return &packed[T]{namespace: intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(), data: d.compress(data), dict: d}, nil
+	return &packed[T]{namespace: intern(m.GetNamespace()), name: m.GetName(), resourceVersion: m.GetResourceVersion(), data: d.compress(data), dict: d, size: len(data)}, nil
 }
 
-// heldBytes is what p's data and names take.
+// heldBytes is what p is counted as holding: its names, and its object
+// as encoded, not as compressed: a few KiB packed may decode to many
+// MiB, at every read. It bounds what p's data takes too: one that does
+// not compress is stored as it is.
 func (p *packed[T]) heldBytes() int {
-	return len(p.data) + len(p.namespace) + len(p.name) + len(p.resourceVersion)
+	return p.size + len(p.namespace) + len(p.name) + len(p.resourceVersion)
 }
 
 // unpack is the object, decoded afresh. It was encoded by pack: decoding
