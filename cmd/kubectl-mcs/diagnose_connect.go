@@ -126,6 +126,9 @@ func portsCheck(w *world, m *memberState) []Check {
 // by it. It is a warning: diagnose cannot tell the CIDRs.
 func policyCheck(w *world, m *memberState) []Check {
 	name := "NetworkPolicies in " + w.namespace + " admit other clusters to " + w.service + "'s pods"
+	if m.service == nil || len(m.service.Spec.Selector) == 0 {
+		return nil // no pods of its own here (readPolicies read none)
+	}
 	if err, ok := m.unread["networkpolicies"]; ok {
 		return []Check{unknown(linkConnect, m.cluster, name, err.Error(), "")}
 	}

@@ -61,14 +61,14 @@ type scene struct {
 	secrets                        map[string]*CredentialReport
 	unreachable, noMCSAPI          string // a member that does not answer; one without the MCS API
 	dnsServers                     map[string]string
-	// the hub: the controller's Leases, member Secrets and Events
-	leaders    []*coordinationv1.Lease
-	secret2    *corev1.Secret
-	refusal    *corev1.Event
-	property2  *unstructured.Unstructured // ClusterProperty cluster.clusterset.k8s.io
-	pod1       *corev1.Pod                // foo's pod in member1
-	policy1    *networkingv1.NetworkPolicy
-	nodeLocal2 []runtime.Object // NodeLocal DNSCache's DaemonSet, ConfigMap, kube-dns
+	leaders                        []*coordinationv1.Lease    // the hub's leaders' Leases
+	secret2                        *corev1.Secret             // member2's Secret on the hub
+	refusal                        *corev1.Event              // the controller's on the hub
+	property2                      *unstructured.Unstructured // ClusterProperty cluster.clusterset.k8s.io
+	pod1                           *corev1.Pod                // foo's pod in member1
+	policy1                        *networkingv1.NetworkPolicy
+	nodeLocal2                     []runtime.Object // NodeLocal DNSCache's DaemonSet, ConfigMap, kube-dns
+	forbidden                      []string         // "cluster verb resource" you may not (cluster "hub" too)
 }
 
 const healthyMetrics = `# TYPE coredns_mcs_informers_synced gauge
@@ -179,7 +179,9 @@ func (s *scene) world(t *testing.T) *world {
 	for _, l := range s.leaders {
 		hub = append(hub, l)
 	}
-	w.hub = readHub(t.Context(), kubefake.NewClientset(present(hub)...), "mcs-system")
+	hubKube := kubefake.NewClientset(present(hub)...)
+	s.forbid(hubKube, "hub")
+	w.hub = readHub(t.Context(), hubKube, "mcs-system")
 	members := map[string][]runtime.Object{
 		"member1": {s.service1, s.slice1, s.pod1, s.policy1},
 		"member2": append([]runtime.Object{s.derived2, s.local2, s.imported2, s.local2Slice, s.lease2, s.coredns2, s.corefile2, s.pod2}, s.nodeLocal2...),
@@ -196,6 +198,7 @@ func (s *scene) world(t *testing.T) *world {
 				return true, nil, fmt.Errorf("dial tcp 10.0.0.2:6443: connect: connection refused")
 			})
 		}
+		s.forbid(kube, cluster)
 		kube.PrependReactor("create", "subjectaccessreviews", s.review)
 		kube.PrependProxyReactor("pods", s.proxy)
 		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), present(properties[cluster])...)
@@ -204,6 +207,19 @@ func (s *scene) world(t *testing.T) *world {
 		w.members = append(w.members, m)
 	}
 	return w
+}
+
+// forbid makes the API server of cluster refuse what the scene forbids.
+func (s *scene) forbid(kube *kubefake.Clientset, cluster string) {
+	for _, f := range s.forbidden {
+		c, verbResource, _ := strings.Cut(f, " ")
+		verb, resource, _ := strings.Cut(verbResource, " ")
+		if c == cluster {
+			kube.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", fmt.Errorf("you may not"))
+			})
+		}
+	}
 }
 
 // present are the objects that are not nil pointers.
@@ -800,5 +816,33 @@ func TestDiagnoseNetworkPolicyWarns(t *testing.T) {
 	d := s.diagnose(t)
 	if c := d.FirstBroken; c == nil || c.Severity != severityWarning || d.Failed != 1 || !strings.Contains(listed(d), "WARN  connect member1: ") {
 		t.Errorf("want one warning\n%s", listed(d))
+	}
+}
+
+// What diagnose may not read makes that check unknown, says what, and
+// fails nothing: the member is still read.
+func TestDiagnoseCannotReadOptional(t *testing.T) {
+	for _, tc := range []struct{ forbidden, check, problem string }{
+		{"member1 list networkpolicies", "NetworkPolicies in demo admit", "NetworkPolicies in demo: networkpolicies is forbidden"},
+		{"member1 list pods", "NetworkPolicies in demo admit", "pods in demo: pods is forbidden"},
+		{"member2 get daemonsets", "NodeLocal DNSCache", "DaemonSet kube-system/node-local-dns: daemonsets is forbidden"},
+		{"hub list events", "is refused", "events in mcs-system: events is forbidden"},
+		{"hub list leases", "mcs-controller leads", "leases in mcs-system: leases is forbidden"},
+	} {
+		t.Run(tc.forbidden, func(t *testing.T) {
+			s := healthy(t)
+			s.policy1 = policy("remote", networkingv1.NetworkPolicyIngressRule{})
+			s.forbidden = []string{tc.forbidden}
+			d := s.diagnose(t)
+			var unknowns []Check
+			for _, c := range d.Checks {
+				if c.Verdict == verdictUnknown {
+					unknowns = append(unknowns, c)
+				}
+			}
+			if d.Failed != 0 || len(unknowns) != 1 || !strings.Contains(unknowns[0].Name, tc.check) || !strings.Contains(unknowns[0].Problem, tc.problem) {
+				t.Errorf("want only %q unknown, saying %q\n%s", tc.check, tc.problem, listed(d))
+			}
+		})
 	}
 }
