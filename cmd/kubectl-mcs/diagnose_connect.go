@@ -46,16 +46,16 @@ func (m *memberState) readPolicies(ctx context.Context, ns string) {
 	m.pods = pods.Items
 }
 
-// readyEndpointsCheck: some provider has a ready endpoint; otherwise every
-// name resolves to nothing that answers.
+// readyEndpointsCheck: some provider's Service has a ready endpoint;
+// otherwise every name resolves to nothing that answers.
 func readyEndpointsCheck(w *world) []Check {
 	name := "some provider has a ready endpoint"
 	var counts []string
 	total := 0
 	for _, p := range w.providers() {
 		m := w.member(p)
-		if m == nil || m.err != nil {
-			continue // its reachability check says so
+		if m == nil || m.err != nil || m.service == nil {
+			continue // its reachability check, or its export's NoService, says so
 		}
 		n := 0
 		for i := range m.own {

@@ -359,6 +359,7 @@ func TestDiagnoseNamesTheFirstBrokenLink(t *testing.T) {
 		{"no ready endpoint in two providers", func(s *scene) {
 			s.mcsvc.Spec.ServiceProvisionClusters = append(s.mcsvc.Spec.ServiceProvisionClusters, "member2")
 			s.slice1.Endpoints = nil
+			localPods(s)
 		}, linkExport, "", "no provider has a ready endpoint (ready: member1 0, member2 0)", "get endpointslices -l kubernetes.io/service-name=foo"},
 		{"an imported slice without the port", func(s *scene) {
 			s.imported2.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("web"), Port: ptr.To(int32(8080))}}
