@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
@@ -38,25 +39,37 @@ func newDiagnose(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		Short: "Walk the path a multi-cluster service's name takes, and name the first broken link with its fix",
 		Long: `diagnose walks the path of SERVICE (in -n's namespace) link by link, each check with a verdict
 (ok, fail, or unknown when it cannot tell) and, when it fails, a fix:
-  hub      the MultiClusterService's conditions, True at its generation;
+  hub      a replica of mcs-controller leads (its Lease mcs-controller, or mcs-controller-shard-<i>,
+           in --controller-namespace, held and renewed within its duration); no member Secret
+           refused (a Warning Event MemberRefused on it); the MultiClusterService's conditions,
+           True at its generation;
   member   each member reachable (through the context of its name or --member-context), its
            credentials on the hub not about to lapse, the MCS API served, and the controller's
            RBAC there (a SubjectAccessReview per permission of deploy/member);
-  export   someone provides the service; each provider's ServiceExport Valid, without Conflict;
+  export   someone provides the service, and some provider has a ready endpoint; each
+           provider's ServiceExport Valid, without Conflict;
   import   each consumer's ServiceImport, with the MultiClusterService's strategy annotation;
   derived  derived-<svc> holding the import's VIPs;
   slices   every source slice imported, current with its generation, none left over;
   lease    each provider's Lease source-<provider> in each consumer, fresh;
-  coredns  each consumer's CoreDNS: the coredns-mcs image, the mcs stanza for its cluster name, its
-           ServiceAccount's RBAC, ready and synced (its /ready and /metrics read through the API
-           server's pods/proxy; unknown when you may not);
+  coredns  each consumer's CoreDNS: runs mcs (its pod's coredns_mcs_* metrics; the image's name
+           only when they cannot be read), the mcs stanza for its cluster name (its cluster option,
+           or the ClusterProperty cluster.clusterset.k8s.io), its ServiceAccount's RBAC, ready and
+           synced (its /ready and /metrics read through the API server's pods/proxy; unknown when
+           you may not); NodeLocal DNSCache, where it runs, forwarding clusterset.local to the
+           cluster DNS;
   dns      for each --dns MEMBER=HOST:PORT, the answer coredns-mcs gives each of the service's names
            against the one it should give by the strategy, the Corefile's answer mode and the
-           imported slices.
+           imported slices;
+  connect  what a connection needs, as objects tell it (no connection is made): each consumer's
+           imported endpoints carrying derived-<svc>'s ports; in each provider, a NetworkPolicy
+           that selects the service's pods admitting traffic from outside the cluster (a WARN:
+           diagnose cannot know the other clusters' pod CIDRs).
 The first failed check is the first broken link. It exits 0 when every check passes, 1 when one
 failed, and 2 when it could not run (bad flags, the hub unreachable). -o json prints
-{"namespace", "service", "checks": [{"link", "cluster", "check", "verdict", "problem", "fix"}],
-"failed", "unknown", "firstBroken"}.`,
+{"namespace", "service", "checks": [{"link", "cluster", "check", "verdict", "problem", "fix",
+"severity"}], "failed", "unknown", "firstBroken"}. It reads, never writes: docs/troubleshooting.md
+says what its account needs.`,
 		Args: func(cmd *cobra.Command, args []string) error { return couldNotRun(cobra.ExactArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "" && o.output != "json" {
@@ -137,6 +150,11 @@ func (o *diagnoseOptions) read(ctx context.Context, svc string) (*world, error) 
 	if err := o.findMembers(ctx, cfg); err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.hub = readHub(ctx, kube, o.controllerNamespace)
 	for _, cluster := range o.members {
 		ms := o.readMember(ctx, cluster, ns, svc)
 		ms.credentials = o.credentials[cluster]
@@ -161,16 +179,26 @@ func (o *diagnoseOptions) readMember(ctx context.Context, cluster, ns, svc strin
 	if err != nil {
 		return &memberState{cluster: cluster, err: err}
 	}
-	return readMember(ctx, cluster, ns, svc, kube, mcs)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return &memberState{cluster: cluster, err: err}
+	}
+	return readMember(ctx, cluster, ns, svc, kube, mcs, dyn)
 }
 
 // diagnose runs every check in the path's order.
 func (o *diagnoseOptions) diagnose(ctx context.Context, w *world, now time.Time) *Diagnosis {
-	checks := hubCheck(w)
+	checks := append(hubChecks(w, now), hubCheck(w)...)
 	for _, m := range w.members {
 		checks = append(checks, o.memberChecks(ctx, m, now)...)
 	}
 	checks = append(checks, exportChecks(w)...)
+	checks = append(checks, readyEndpointsCheck(w)...)
+	for _, p := range w.providers() {
+		if m := w.member(p); m != nil && m.err == nil {
+			checks = append(checks, policyCheck(w, m)...)
+		}
+	}
 	for _, c := range w.consumers() {
 		checks = append(checks, o.consumerChecks(ctx, w, c, now)...)
 	}
@@ -208,9 +236,12 @@ func (o *diagnoseOptions) consumerChecks(ctx context.Context, w *world, cluster 
 		checks = append(checks, derivedCheck(w, m))
 		checks = append(checks, sliceChecks(w, m)...)
 		checks = append(checks, leaseChecks(w, m, now)...)
+		checks = append(checks, portsCheck(w, m)...)
 	}
-	checks = append(checks, imageCheck(m), corefileCheck(m), corednsRBACCheck(ctx, m))
-	checks = append(checks, readyChecks(ctx, m)...)
+	run := probeCoreDNS(ctx, m)
+	checks = append(checks, imageCheck(m, run), corefileCheck(m), corednsRBACCheck(ctx, m))
+	checks = append(checks, readyChecks(m, run)...)
+	checks = append(checks, nodeLocalCheck(m)...)
 	if server, ok := o.dnsServers[cluster]; ok {
 		checks = append(checks, dnsChecks(ctx, w, m, server, now)...)
 	}
@@ -218,7 +249,7 @@ func (o *diagnoseOptions) consumerChecks(ctx context.Context, w *world, cluster 
 }
 
 // linkOrder is the path's order of the links.
-var linkOrder = []string{linkHub, linkMember, linkExport, linkImport, linkDerived, linkSlices, linkLease, linkCoreDNS, linkDNS}
+var linkOrder = []string{linkHub, linkMember, linkExport, linkImport, linkDerived, linkSlices, linkLease, linkCoreDNS, linkDNS, linkConnect}
 
 // sortByLink puts the checks in the path's order, each link's by cluster,
 // keeping the order of each cluster's checks within a link.
@@ -272,7 +303,11 @@ func (d *Diagnosis) list(w io.Writer) error {
 			fmt.Fprintf(w, "ok    %s: %s\n", where, c.Name)
 			continue
 		case verdictFail:
-			fmt.Fprintf(w, "FAIL  %s: %s: %s\n", where, c.Name, c.Problem)
+			mark := "FAIL"
+			if c.Severity == severityWarning {
+				mark = "WARN"
+			}
+			fmt.Fprintf(w, "%s  %s: %s: %s\n", mark, where, c.Name, c.Problem)
 		default:
 			fmt.Fprintf(w, "?     %s: %s: cannot tell: %s\n", where, c.Name, c.Problem)
 		}

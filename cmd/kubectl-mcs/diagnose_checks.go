@@ -27,6 +27,7 @@ const (
 	linkLease   = "lease"   // the providers' Leases in each consumer
 	linkCoreDNS = "coredns" // the member's CoreDNS: image, Corefile, RBAC, ready and synced
 	linkDNS     = "dns"     // the answer it gets against the answer it should get
+	linkConnect = "connect" // what a connection needs: ports carried, no NetworkPolicy in the way
 )
 
 // Verdicts of a check.
@@ -44,6 +45,9 @@ type Check struct {
 	Verdict string `json:"verdict"`
 	Problem string `json:"problem,omitempty"`
 	Fix     string `json:"fix,omitempty"`
+	// Severity is "warning" for a failure diagnose cannot be sure of (a
+	// NetworkPolicy whose ipBlocks it cannot judge); "" for the others.
+	Severity string `json:"severity,omitempty"`
 }
 
 func pass(link, cluster, name string) Check {
@@ -53,6 +57,15 @@ func pass(link, cluster, name string) Check {
 func fail(link, cluster, name, problem, fix string) Check {
 	return Check{Link: link, Cluster: cluster, Name: name, Verdict: verdictFail, Problem: problem, Fix: fix}
 }
+
+// warn is a failure diagnose cannot be sure of: it still fails.
+func warn(link, cluster, name, problem, fix string) Check {
+	c := fail(link, cluster, name, problem, fix)
+	c.Severity = severityWarning
+	return c
+}
+
+const severityWarning = "warning"
 
 func unknown(link, cluster, name, why, fix string) Check {
 	return Check{Link: link, Cluster: cluster, Name: name, Verdict: verdictUnknown, Problem: why, Fix: fix}

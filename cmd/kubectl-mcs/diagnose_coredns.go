@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -14,15 +15,20 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 )
 
-// imageCheck: CoreDNS runs the coredns-mcs image; stock CoreDNS cannot
-// read the mcs stanza, and a kubeadm upgrade puts its image back.
-func imageCheck(m *memberState) Check {
-	name := "CoreDNS runs the coredns-mcs image"
+// imageCheck: CoreDNS runs mcs, as its pod's metrics say: stock CoreDNS
+// cannot read the mcs stanza, and a kubeadm upgrade puts its image back.
+// The image's name is only a hint, for when the metrics cannot be read: a
+// mirror may name coredns-mcs anything.
+func imageCheck(m *memberState, run *corednsRun) Check {
+	name := "CoreDNS runs mcs"
 	fix := "kubectl -n kube-system set image deploy/coredns coredns=<registry>/coredns-mcs:<tag> (docs/install.md, \"3. The members\")"
 	if m.coredns == nil {
 		return fail(linkCoreDNS, m.cluster, name, "there is no Deployment kube-system/coredns", "install coredns-mcs with deploy/overlays/<member> (docs/install.md)")
@@ -30,11 +36,29 @@ func imageCheck(m *memberState) Check {
 	var images []string
 	for _, c := range m.coredns.Spec.Template.Spec.Containers {
 		images = append(images, c.Image)
-		if strings.Contains(c.Image, "coredns-mcs") {
-			return pass(linkCoreDNS, m.cluster, name)
+	}
+	image := strings.Join(images, ", ")
+	named := strings.Contains(image, "coredns-mcs")
+	switch {
+	case run.metricsErr == nil && runsMCS(run.metrics):
+		return pass(linkCoreDNS, m.cluster, name+": pod "+run.pod.Name+" exports coredns_mcs_* metrics")
+	case run.metricsErr == nil:
+		return fail(linkCoreDNS, m.cluster, name, "pod "+run.pod.Name+" exports no coredns_mcs_* metrics: it does not run mcs (it runs "+image+")", fix)
+	case named:
+		return pass(linkCoreDNS, m.cluster, name+": its image "+image+" is named so (its metrics cannot be read)")
+	}
+	return unknown(linkCoreDNS, m.cluster, name, "its metrics cannot be read ("+firstLine(run.metricsErr.Error())+"), and its image "+image+" is not named coredns-mcs (a mirror may name it anything)",
+		"kubectl -n kube-system logs deploy/coredns | grep plugin/mcs shows whether mcs runs")
+}
+
+// runsMCS: the metrics have mcs's families.
+func runsMCS(families map[string]*dto.MetricFamily) bool {
+	for n := range families {
+		if strings.HasPrefix(n, "coredns_mcs_") {
+			return true
 		}
 	}
-	return fail(linkCoreDNS, m.cluster, name, "it runs "+strings.Join(images, ", "), fix)
+	return false
 }
 
 // mcsClusterRE finds the mcs stanza's cluster option.
@@ -43,7 +67,32 @@ var mcsClusterRE = regexp.MustCompile(`(?m)^\s*cluster\s+(\S+)\s*$`)
 // mcsStanzaRE finds the mcs plugin's line in a server block.
 var mcsStanzaRE = regexp.MustCompile(`(?m)^\s*mcs(\s|$)`)
 
-// corefileCheck: CoreDNS's Corefile runs mcs under the member's name.
+// The ClusterProperty that names the cluster when the mcs stanza does not
+// (KEP-2149's About API), as plugin/mcs reads it (discover.go).
+var clusterPropertyGVR = schema.GroupVersionResource{Group: "about.k8s.io", Version: "v1alpha1", Resource: "clusterproperties"}
+
+const clusterPropertyName = "cluster.clusterset.k8s.io"
+
+// readClusterProperty reads the ClusterProperty's spec.value when the mcs
+// stanza names no cluster: mcs then takes its name from there. None (or
+// its CRD not served) leaves it nil.
+func (m *memberState) readClusterProperty(ctx context.Context, dyn dynamic.Interface) {
+	if m.corefile == nil || !mcsStanzaRE.MatchString(*m.corefile) || mcsClusterRE.MatchString(*m.corefile) {
+		return
+	}
+	u, err := dyn.Resource(clusterPropertyGVR).Get(ctx, clusterPropertyName, metav1.GetOptions{})
+	switch {
+	case notServed(err):
+	case err != nil:
+		m.unread["clusterproperty"] = err
+	default:
+		v, _, _ := unstructured.NestedString(u.Object, "spec", "value")
+		m.clusterProperty = &v
+	}
+}
+
+// corefileCheck: CoreDNS's Corefile runs mcs under the member's name, its
+// cluster option's or, without one, the ClusterProperty's.
 func corefileCheck(m *memberState) Check {
 	name := "CoreDNS's Corefile has the mcs stanza for cluster " + m.cluster
 	switch {
@@ -53,11 +102,28 @@ func corefileCheck(m *memberState) Check {
 		return fail(linkCoreDNS, m.cluster, name, "the Corefile has no mcs stanza", "apply deploy/overlays/"+m.cluster+" (its Corefile is corefile/Corefile with cluster "+m.cluster+")")
 	}
 	got := mcsClusterRE.FindStringSubmatch(*m.corefile)
-	switch {
-	case got == nil:
-		return fail(linkCoreDNS, m.cluster, name, "the mcs stanza has no cluster option (the ClusterProperty then names the cluster)", "set `cluster "+m.cluster+"` in the mcs stanza")
-	case got[1] != m.cluster:
+	if got == nil {
+		return clusterPropertyCheck(m, name)
+	}
+	if got[1] != m.cluster {
 		return fail(linkCoreDNS, m.cluster, name, "the mcs stanza says cluster "+got[1], "set `cluster "+m.cluster+"` in the mcs stanza: it must be the name the member is registered under, or its own imported endpoints count as remote")
+	}
+	return pass(linkCoreDNS, m.cluster, name)
+}
+
+// clusterPropertyCheck: an mcs stanza without cluster option takes the
+// name from the ClusterProperty, which must name the member.
+func clusterPropertyCheck(m *memberState, name string) Check {
+	name += " (from ClusterProperty " + clusterPropertyName + ")"
+	fix := "set `cluster " + m.cluster + "` in the mcs stanza, or the ClusterProperty's spec.value to " + m.cluster + ": it must be the name the member is registered under"
+	if err, ok := m.unread["clusterproperty"]; ok {
+		return unknown(linkCoreDNS, m.cluster, name, "the mcs stanza has no cluster option, and the ClusterProperty cannot be read: "+err.Error(), "")
+	}
+	switch {
+	case m.clusterProperty == nil:
+		return fail(linkCoreDNS, m.cluster, name, "the mcs stanza has no cluster option, and there is no ClusterProperty "+clusterPropertyName+" (or its CRD is not served): mcs does not start", fix)
+	case *m.clusterProperty != m.cluster:
+		return fail(linkCoreDNS, m.cluster, name, fmt.Sprintf("the mcs stanza has no cluster option, and ClusterProperty %s says %q", clusterPropertyName, *m.clusterProperty), fix)
 	}
 	return pass(linkCoreDNS, m.cluster, name)
 }
@@ -112,47 +178,80 @@ func deniedOf(ctx context.Context, kube kubernetes.Interface, user string, attrs
 	return denied, nil
 }
 
-// readyChecks: a CoreDNS pod is ready and its mcs has synced, by its
-// ready plugin and its metrics, read through the member's API server
-// (pods/proxy): diagnose need not reach the pods' network.
-func readyChecks(ctx context.Context, m *memberState) []Check {
-	name := "CoreDNS is ready and mcs has synced"
+// corednsRun is what a CoreDNS pod says of itself, its ready plugin and
+// its metrics, read through the member's API server (pods/proxy):
+// diagnose need not reach the pods' network.
+type corednsRun struct {
+	pod                    *corev1.Pod // a Running one, a Ready one first; nil: none
+	podsErr                error
+	readyPort, metricsPort string
+	ready                  []byte
+	readyErr               error
+	metrics                map[string]*dto.MetricFamily
+	metricsErr             error // also when there is no pod to ask
+}
+
+// probeCoreDNS asks a CoreDNS pod for its readiness and metrics.
+func probeCoreDNS(ctx context.Context, m *memberState) *corednsRun {
+	run := &corednsRun{metricsErr: errors.New("no CoreDNS pod is Running")}
 	if m.coredns == nil {
-		return nil // imageCheck says so
+		return run
 	}
-	pod, err := corednsPod(ctx, m)
+	if run.pod, run.podsErr = corednsPod(ctx, m); run.podsErr != nil {
+		run.metricsErr = run.podsErr
+	}
+	if run.pod == nil {
+		return run
+	}
+	run.readyPort, run.metricsPort = corefilePorts(m.corefile)
+	pods := m.kube.CoreV1().Pods(run.pod.Namespace)
+	run.ready, run.readyErr = pods.ProxyGet("http", run.pod.Name, run.readyPort, "/ready", nil).DoRaw(ctx)
+	body, err := pods.ProxyGet("http", run.pod.Name, run.metricsPort, "/metrics", nil).DoRaw(ctx)
 	if err != nil {
-		return []Check{unknown(linkCoreDNS, m.cluster, name, "its pods: "+err.Error(), "")}
+		run.metricsErr = fmt.Errorf("its metrics on :%s: %s", run.metricsPort, firstLine(err.Error()))
+		return run
 	}
-	if pod == nil {
-		return []Check{fail(linkCoreDNS, m.cluster, name, "no CoreDNS pod is Running", "kubectl -n kube-system describe deploy/coredns")}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	run.metrics, run.metricsErr = parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if run.metricsErr != nil {
+		run.metricsErr = fmt.Errorf("its metrics: %w", run.metricsErr)
 	}
-	readyPort, metricsPort := corefilePorts(m.corefile)
-	body, err := m.kube.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, readyPort, "/ready", nil).DoRaw(ctx)
+	return run
+}
+
+// readyChecks: a CoreDNS pod is ready and its mcs has synced.
+func readyChecks(m *memberState, run *corednsRun) []Check {
+	name := "CoreDNS is ready and mcs has synced"
+	pod := run.pod
 	switch {
-	case isForbidden(err):
-		return []Check{unknown(linkCoreDNS, m.cluster, name, "you may not get pods/proxy in kube-system, so its readiness cannot be read: "+err.Error(),
+	case m.coredns == nil:
+		return nil // imageCheck says so
+	case run.podsErr != nil:
+		return []Check{unknown(linkCoreDNS, m.cluster, name, "its pods: "+run.podsErr.Error(), "")}
+	case pod == nil:
+		return []Check{fail(linkCoreDNS, m.cluster, name, "no CoreDNS pod is Running", "kubectl -n kube-system describe deploy/coredns")}
+	case isForbidden(run.readyErr):
+		return []Check{unknown(linkCoreDNS, m.cluster, name, "you may not get pods/proxy in kube-system, so its readiness cannot be read: "+run.readyErr.Error(),
 			"kubectl -n kube-system get pods -l k8s-app=kube-dns shows whether the pods are Ready")}
-	case err != nil:
-		return []Check{fail(linkCoreDNS, m.cluster, name, fmt.Sprintf("pod %s is not ready on :%s/ready: %s", pod.Name, readyPort, strings.TrimSpace(firstLine(err.Error()+" "+string(body)))),
+	case run.readyErr != nil:
+		return []Check{fail(linkCoreDNS, m.cluster, name, fmt.Sprintf("pod %s is not ready on :%s/ready: %s", pod.Name, run.readyPort, strings.TrimSpace(firstLine(run.readyErr.Error()+" "+string(run.ready)))),
 			"kubectl -n kube-system logs "+pod.Name+" | grep plugin/mcs (docs/troubleshooting.md, \"SERVFAIL, before CoreDNS has synced\")")}
 	}
-	return []Check{pass(linkCoreDNS, m.cluster, "CoreDNS pod "+pod.Name+" is ready on :"+readyPort+"/ready"), syncedCheck(ctx, m, pod, metricsPort)}
+	checks := []Check{pass(linkCoreDNS, m.cluster, "CoreDNS pod "+pod.Name+" is ready on :"+run.readyPort+"/ready")}
+	if run.metricsErr != nil || runsMCS(run.metrics) { // without mcs's metrics, imageCheck says it does not run mcs
+		checks = append(checks, syncedCheck(m, run))
+	}
+	return checks
 }
 
 // syncedCheck reads mcs's metrics: every informer synced, the API
 // answering its requests.
-func syncedCheck(ctx context.Context, m *memberState, pod *corev1.Pod, port string) Check {
+func syncedCheck(m *memberState, run *corednsRun) Check {
 	name := "CoreDNS's mcs has synced and reaches its API server"
-	body, err := m.kube.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, port, "/metrics", nil).DoRaw(ctx)
-	if err != nil {
-		return unknown(linkCoreDNS, m.cluster, name, fmt.Sprintf("its metrics on :%s: %v", port, firstLine(err.Error())), "enable the prometheus plugin in the Corefile (the shipped one has it on :9153)")
+	if run.metricsErr != nil {
+		return unknown(linkCoreDNS, m.cluster, name, run.metricsErr.Error(), "enable the prometheus plugin in the Corefile (the shipped one has it on :9153)")
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		return unknown(linkCoreDNS, m.cluster, name, "its metrics: "+err.Error(), "")
-	}
+	families := run.metrics
 	var problems []string
 	for _, metric := range families["coredns_mcs_informers_synced"].GetMetric() {
 		if metric.GetGauge().GetValue() != 1 && label(metric.GetLabel(), "resource") != "serviceimports" {
@@ -165,11 +264,11 @@ func syncedCheck(ctx context.Context, m *memberState, pod *corev1.Pod, port stri
 		}
 	}
 	if _, ok := families["coredns_mcs_informers_synced"]; !ok {
-		problems = append(problems, "it exports no coredns_mcs_informers_synced: it does not run mcs")
+		problems = append(problems, "it exports no coredns_mcs_informers_synced")
 	}
 	if len(problems) > 0 {
 		return fail(linkCoreDNS, m.cluster, name, strings.Join(problems, "; "),
-			"kubectl -n kube-system logs "+pod.Name+" | grep plugin/mcs (docs/troubleshooting.md, \"SERVFAIL, before CoreDNS has synced\", \"Permission errors\")")
+			"kubectl -n kube-system logs "+run.pod.Name+" | grep plugin/mcs (docs/troubleshooting.md, \"SERVFAIL, before CoreDNS has synced\", \"Permission errors\")")
 	}
 	return pass(linkCoreDNS, m.cluster, name)
 }

@@ -19,11 +19,15 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -57,6 +61,14 @@ type scene struct {
 	secrets                        map[string]*CredentialReport
 	unreachable, noMCSAPI          string // a member that does not answer; one without the MCS API
 	dnsServers                     map[string]string
+	leaders                        []*coordinationv1.Lease    // the hub's leaders' Leases
+	secret2                        *corev1.Secret             // member2's Secret on the hub
+	refusal                        *corev1.Event              // the controller's on the hub
+	property2                      *unstructured.Unstructured // ClusterProperty cluster.clusterset.k8s.io
+	pod1                           *corev1.Pod                // foo's pod in member1
+	policy1                        *networkingv1.NetworkPolicy
+	nodeLocal2                     []runtime.Object // NodeLocal DNSCache's DaemonSet, ConfigMap, kube-dns
+	forbidden                      []string         // "cluster verb resource" you may not (cluster "hub" too)
 }
 
 const healthyMetrics = `# TYPE coredns_mcs_informers_synced gauge
@@ -94,11 +106,15 @@ func healthy(t *testing.T) *scene {
 				cond("ServiceApplied", "NoHubService", "True"), cond("EndpointSliceCollected", "Collected", "True"), cond("EndpointSliceApplied", "Applied", "True"),
 			}},
 		},
-		service1: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "foo"}, Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.11.0.10"}}},
+		service1: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "foo"}, Spec: corev1.ServiceSpec{
+			ClusterIPs: []string{"10.11.0.10"}, Selector: map[string]string{"app": "foo"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		}},
 		slice1: &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "demo", Name: "foo-abc", Generation: 3, Labels: map[string]string{discoveryv1.LabelServiceName: "foo"}},
-			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: ready("10.10.0.5", "10.10.0.6"),
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: ready("10.10.0.5", "10.10.0.6"), Ports: httpPort,
 		},
+		pod1: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "foo-1", Labels: map[string]string{"app": "foo", "tier": "web"}}},
 		export1: &mcsv1b1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "foo"}, Status: mcsv1b1.ServiceExportStatus{Conditions: []metav1.Condition{
 			cond("Valid", "Valid", "True"), cond("Ready", "Exported", "True"), cond("Conflict", "NoConflicts", "False"),
 		}}},
@@ -107,12 +123,14 @@ func healthy(t *testing.T) *scene {
 			Spec:       mcsv1b1.ServiceImportSpec{Type: mcsv1b1.ClusterSetIP, IPs: []string{"10.13.0.50"}},
 			Status:     mcsv1b1.ServiceImportStatus{Clusters: []mcsv1b1.ClusterStatus{{Cluster: "member1"}}},
 		},
-		derived2: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "derived-foo"}, Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.13.0.50"}}},
+		derived2: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "derived-foo"}, Spec: corev1.ServiceSpec{
+			ClusterIPs: []string{"10.13.0.50"}, Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)}},
+		}},
 		imported2: &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "imported-member1-foo-abc",
 				Labels:      map[string]string{mcsv1b1.LabelServiceName: "foo", mcsv1b1.LabelSourceCluster: "member1", discoveryv1.LabelServiceName: "derived-foo"},
 				Annotations: map[string]string{api.AnnotationSourceGeneration: "3"}},
-			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: ready("10.10.0.5", "10.10.0.6"),
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: ready("10.10.0.5", "10.10.0.6"), Ports: httpPort,
 		},
 		lease2: &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "source-member1"},
@@ -130,7 +148,26 @@ func healthy(t *testing.T) *scene {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}},
 		denied:  map[string]bool{},
 		metrics: healthyMetrics,
+		leaders: []*coordinationv1.Lease{leaderLease("mcs-controller", "", -3*time.Second)},
+		secret2: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "member2", UID: "uid-2", ResourceVersion: "7", Labels: map[string]string{api.LabelCluster: "member2"}}},
 	}
+}
+
+// httpPort is foo's port as its slices carry it: named as the Service's,
+// numbered as its target.
+var httpPort = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(8080))}}
+
+// leaderLease is a leader's Lease on the hub, of a count of shards
+// ("": none said), renewed age ago (a negative duration).
+func leaderLease(name, shards string, age time.Duration) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("ctl-1"), RenewTime: &metav1.MicroTime{Time: now.Add(age)}, LeaseDurationSeconds: ptr.To(int32(15))},
+	}
+	if shards != "" {
+		l.Labels = map[string]string{"mcs.coredns-mcs.io/shards": shards}
+	}
+	return l
 }
 
 // world reads the scene as diagnose reads members: through clientsets,
@@ -138,10 +175,18 @@ func healthy(t *testing.T) *scene {
 func (s *scene) world(t *testing.T) *world {
 	t.Helper()
 	w := &world{namespace: "demo", service: "foo", mcsvc: s.mcsvc}
-	members := map[string][]runtime.Object{
-		"member1": {s.service1, s.slice1},
-		"member2": {s.derived2, s.local2, s.imported2, s.local2Slice, s.lease2, s.coredns2, s.corefile2, s.pod2},
+	hub := []runtime.Object{s.secret2, s.refusal}
+	for _, l := range s.leaders {
+		hub = append(hub, l)
 	}
+	hubKube := kubefake.NewClientset(present(hub)...)
+	s.forbid(hubKube, "hub")
+	w.hub = readHub(t.Context(), hubKube, "mcs-system")
+	members := map[string][]runtime.Object{
+		"member1": {s.service1, s.slice1, s.pod1, s.policy1},
+		"member2": append([]runtime.Object{s.derived2, s.local2, s.imported2, s.local2Slice, s.lease2, s.coredns2, s.corefile2, s.pod2}, s.nodeLocal2...),
+	}
+	properties := map[string][]runtime.Object{"member2": {s.property2}}
 	exports := map[string][]runtime.Object{"member1": {s.export1}, "member2": {s.import2}}
 	for _, cluster := range []string{"member1", "member2"} {
 		kube := kubefake.NewClientset(present(members[cluster])...)
@@ -153,13 +198,28 @@ func (s *scene) world(t *testing.T) *world {
 				return true, nil, fmt.Errorf("dial tcp 10.0.0.2:6443: connect: connection refused")
 			})
 		}
+		s.forbid(kube, cluster)
 		kube.PrependReactor("create", "subjectaccessreviews", s.review)
 		kube.PrependProxyReactor("pods", s.proxy)
-		m := readMember(t.Context(), cluster, "demo", "foo", kube, mcsfake.NewSimpleClientset(present(exports[cluster])...))
+		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), present(properties[cluster])...)
+		m := readMember(t.Context(), cluster, "demo", "foo", kube, mcsfake.NewSimpleClientset(present(exports[cluster])...), dyn)
 		m.credentials = s.secrets[cluster]
 		w.members = append(w.members, m)
 	}
 	return w
+}
+
+// forbid makes the API server of cluster refuse what the scene forbids.
+func (s *scene) forbid(kube *kubefake.Clientset, cluster string) {
+	for _, f := range s.forbidden {
+		c, verbResource, _ := strings.Cut(f, " ")
+		verb, resource, _ := strings.Cut(verbResource, " ")
+		if c == cluster {
+			kube.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", fmt.Errorf("you may not"))
+			})
+		}
+	}
 }
 
 // present are the objects that are not nil pointers.
@@ -227,8 +287,8 @@ func TestDiagnoseHealthy(t *testing.T) {
 	if d.Failed != 0 || d.Unknown != 0 || d.FirstBroken != nil {
 		t.Fatalf("a healthy service: %d failed, %d unknown\n%s", d.Failed, d.Unknown, listed(d))
 	}
-	for _, link := range linkOrder[:len(linkOrder)-1] { // dns only with --dns
-		if !hasLink(d, link) {
+	for _, link := range linkOrder {
+		if !hasLink(d, link) && link != linkDNS { // dns only with --dns
 			t.Errorf("no check of link %s\n%s", link, listed(d))
 		}
 	}
@@ -278,7 +338,7 @@ func TestDiagnoseNamesTheFirstBrokenLink(t *testing.T) {
 			linkSlices, "member2", "imported-member1-foo-abc (of member1/foo-abc) is missing", "is it running"},
 		{"an imported slice behind", func(s *scene) { s.slice1.Generation = 4 },
 			linkSlices, "member2", "imported-member1-foo-abc is of generation 3 of member1/foo-abc, which is at 4", "mcs_member_reachable"},
-		{"an imported slice left over", func(s *scene) { s.slice1 = nil },
+		{"an imported slice left over", func(s *scene) { s.slice1.Name = "foo-new" },
 			linkSlices, "member2", "imported-member1-foo-abc has no source slice left", "writes them"},
 		{"a stale Lease", func(s *scene) { s.lease2.Spec.RenewTime.Time = now.Add(-time.Minute) },
 			linkLease, "member2", "renewed 1m0s ago, past its 20 s: coredns-mcs calls member1 stale", `mcs_member_reachable{cluster="member1"}`},
@@ -286,8 +346,54 @@ func TestDiagnoseNamesTheFirstBrokenLink(t *testing.T) {
 			linkLease, "member2", "there is none: the controller has not renewed it here", "renews it while it reaches member1"},
 		{"the stock image", func(s *scene) {
 			s.coredns2.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/coredns/coredns:v1.12.1"
+			s.metrics = stockMetrics
 		},
-			linkCoreDNS, "member2", "it runs registry.k8s.io/coredns/coredns:v1.12.1", "set image deploy/coredns coredns=<registry>/coredns-mcs:<tag>"},
+			linkCoreDNS, "member2", "pod coredns-1 exports no coredns_mcs_* metrics: it does not run mcs (it runs registry.k8s.io/coredns/coredns:v1.12.1)", "set image deploy/coredns coredns=<registry>/coredns-mcs:<tag>"},
+		{"an image named coredns-mcs that runs no mcs", func(s *scene) { s.metrics = stockMetrics },
+			linkCoreDNS, "member2", "exports no coredns_mcs_* metrics: it does not run mcs (it runs registry.example/coredns-mcs:v1)", "set image"},
+		{"no ready endpoint anywhere", func(s *scene) {
+			s.slice1.Endpoints[0].Conditions.Ready = ptr.To(false)
+			s.slice1.Endpoints[1].Conditions.Ready = ptr.To(false)
+			s.imported2.Endpoints = s.slice1.Endpoints
+		}, linkExport, "", "no provider has a ready endpoint (ready: member1 0)", "pods are not Ready in any provider"},
+		{"no ready endpoint in two providers", func(s *scene) {
+			s.mcsvc.Spec.ServiceProvisionClusters = append(s.mcsvc.Spec.ServiceProvisionClusters, "member2")
+			s.slice1.Endpoints = nil
+			localPods(s)
+		}, linkExport, "", "no provider has a ready endpoint (ready: member1 0, member2 0)", "get endpointslices -l kubernetes.io/service-name=foo"},
+		{"an imported slice without the port", func(s *scene) {
+			s.imported2.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("web"), Port: ptr.To(int32(8080))}}
+		},
+			linkConnect, "member2", `imported-member1-foo-abc (of member1) carries no port "http" (80/TCP): its 2 ready endpoints get none`, "Condition Conflict"},
+		{"a NetworkPolicy admitting only its own cluster", func(s *scene) {
+			s.policy1 = policy("same-namespace", networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}})
+		}, linkConnect, "member1", "NetworkPolicy same-namespace selects its pods and admits nothing from outside the cluster", "add to same-namespace an ingress rule from the other clusters' pod CIDRs (ipBlock)"},
+		{"a NetworkPolicy admitting remote pods to another port", func(s *scene) {
+			s.policy1 = policy("metrics-only", networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(9090))}}})
+		}, linkConnect, "member1", "NetworkPolicy metrics-only selects its pods and admits nothing from outside", "ipBlock"},
+		{"NodeLocal DNSCache without clusterset.local", func(s *scene) { s.nodeLocal2 = nodeLocal(nodeLocalCorefile) },
+			linkCoreDNS, "member2", "its Corefile has no clusterset.local server block", "clusterset.local:53 { errors; cache 5; reload; loop; bind <its bind addresses>; forward . __PILLAR__CLUSTER__DNS__"},
+		{"NodeLocal DNSCache forwarding clusterset.local upstream", func(s *scene) {
+			s.nodeLocal2 = nodeLocal(nodeLocalCorefile + "clusterset.local:53 {\n    forward . /etc/resolv.conf\n}\n")
+		}, linkCoreDNS, "member2", "its clusterset.local block forwards to [/etc/resolv.conf], not to the cluster DNS (__PILLAR__CLUSTER__DNS__, 10.96.0.10)", "NodeLocal DNSCache"},
+		{"a refused member Secret", func(s *scene) { s.refusal = refusal(s.secret2, `users["member2"].user.exec is refused`) },
+			linkHub, "", `Secret mcs-system/member2 (cluster member2): users["member2"].user.exec is refused`, "A member is refused"},
+		{"no leader", func(s *scene) { s.leaders = nil },
+			linkHub, "", "there is no such Lease in mcs-system: no replica has led", "get pods -l app.kubernetes.io/name=mcs-controller"},
+		{"a leader gone", func(s *scene) { s.leaders[0].Spec.RenewTime.Time = now.Add(-time.Minute) },
+			linkHub, "", "Lease mcs-controller, held by ctl-1, was renewed 1m0s ago, past its 15 s", "No replica leads"},
+		{"a leader released", func(s *scene) { s.leaders[0].Spec.HolderIdentity = nil },
+			linkHub, "", "Lease mcs-controller is released: nobody leads", "No replica leads"},
+		{"a shard without leader", func(s *scene) {
+			s.leaders = []*coordinationv1.Lease{leaderLease("mcs-controller-shard-0", "2", -2*time.Second), leaderLease("mcs-controller-shard-1", "2", -time.Minute)}
+		}, linkHub, "", "Lease mcs-controller-shard-1, held by ctl-1, was renewed 1m0s ago", "No replica leads"},
+		{"a shard never led", func(s *scene) {
+			s.leaders = []*coordinationv1.Lease{leaderLease("mcs-controller-shard-1", "3", -2*time.Second), leaderLease("mcs-controller", "", -time.Hour)}
+		}, linkHub, "", "no Lease mcs-controller-shard-0: nobody leads its shard; no Lease mcs-controller-shard-2", "No replica leads"},
+		{"a ClusterProperty naming another cluster", func(s *scene) { noClusterOption(s); s.property2 = clusterProperty("member9") },
+			linkCoreDNS, "member2", `the mcs stanza has no cluster option, and ClusterProperty cluster.clusterset.k8s.io says "member9"`, "set `cluster member2` in the mcs stanza, or the ClusterProperty's spec.value to member2"},
+		{"no cluster option and no ClusterProperty", func(s *scene) { noClusterOption(s) },
+			linkCoreDNS, "member2", "there is no ClusterProperty cluster.clusterset.k8s.io (or its CRD is not served): mcs does not start", "set `cluster member2`"},
 		{"no mcs stanza", func(s *scene) { s.corefile2.Data["Corefile"] = ".:53 {\n    kubernetes cluster.local\n}\n" },
 			linkCoreDNS, "member2", "the Corefile has no mcs stanza", "apply deploy/overlays/member2"},
 		{"another cluster name", func(s *scene) {
@@ -577,5 +683,167 @@ func TestDiagnoseJSON(t *testing.T) {
 	if doc["namespace"] != "demo" || doc["service"] != "foo" || doc["failed"] != 1.0 || doc["unknown"] != 0.0 || len(checks) == 0 ||
 		first["link"] != "derived" || first["cluster"] != "member2" || first["verdict"] != "fail" || first["check"] == nil || first["problem"] == nil || first["fix"] == nil {
 		t.Errorf("-o json:\n%s", out.String())
+	}
+}
+
+// stockMetrics are a CoreDNS's without mcs.
+const stockMetrics = `# TYPE coredns_build_info gauge
+coredns_build_info{version="1.12.1"} 1
+`
+
+// policy is a NetworkPolicy in demo of foo's pods with rules.
+func policy(name string, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}, Ingress: rules,
+	}}
+}
+
+// nodeLocalCorefile is the Kubernetes addon's node-local-dns Corefile, as
+// it ships.
+const nodeLocalCorefile = `cluster.local:53 {
+    errors
+    cache {
+            success 9984 30
+            denial 9984 5
+    }
+    reload
+    loop
+    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus :9253
+    health __PILLAR__LOCAL__DNS__:8080
+    }
+.:53 {
+    errors
+    cache 30
+    reload
+    loop
+    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
+    forward . __PILLAR__UPSTREAM__SERVERS__
+    prometheus :9253
+    }
+`
+
+// nodeLocal is NodeLocal DNSCache in member2, with corefile, and kube-dns
+// at 10.96.0.10.
+func nodeLocal(corefile string) []runtime.Object {
+	return []runtime.Object{
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-local-dns"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-local-dns"}, Data: map[string]string{"Corefile": corefile}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}, Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.96.0.10"}}},
+	}
+}
+
+// refusal is the controller's Warning Event refusing s as it is.
+func refusal(s *corev1.Secret, msg string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name + ".1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Secret", Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Type:           corev1.EventTypeWarning, Reason: "MemberRefused", Message: msg, LastTimestamp: metav1.NewTime(now.Add(-time.Minute)),
+	}
+}
+
+// noClusterOption takes the cluster option out of member2's mcs stanza.
+func noClusterOption(s *scene) {
+	s.corefile2.Data["Corefile"] = mcsClusterRE.ReplaceAllString(s.corefile2.Data["Corefile"], "")
+}
+
+func clusterProperty(value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "about.k8s.io/v1alpha1", "kind": "ClusterProperty",
+		"metadata": map[string]any{"name": "cluster.clusterset.k8s.io"},
+		"spec":     map[string]any{"value": value},
+	}}
+}
+
+// What a healthy data path may look like besides the scene's: diagnose
+// passes each.
+func TestDiagnoseAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(s *scene)
+	}{
+		{"the cluster name from the ClusterProperty", func(s *scene) { noClusterOption(s); s.property2 = clusterProperty("member2") }},
+		{"a mirrored image not named coredns-mcs", func(s *scene) {
+			s.coredns2.Spec.Template.Spec.Containers[0].Image = "mirror.example/platform/dns:1.12.1-7"
+		}},
+		{"NodeLocal DNSCache forwarding clusterset.local to its pillar", func(s *scene) {
+			s.nodeLocal2 = nodeLocal(nodeLocalCorefile + "clusterset.local:53 {\n    forward . __PILLAR__CLUSTER__DNS__ {\n        force_tcp\n    }\n}\n")
+		}},
+		{"NodeLocal DNSCache forwarding clusterset.local to kube-dns", func(s *scene) {
+			s.nodeLocal2 = nodeLocal(nodeLocalCorefile + "clusterset.local.:53 {\n    forward . 10.96.0.10:53\n}\n")
+		}},
+		{"a refusal of the Secret before it changed", func(s *scene) {
+			s.refusal = refusal(s.secret2, "refused")
+			s.secret2.ResourceVersion = "8"
+		}},
+		{"a NetworkPolicy admitting an ipBlock", func(s *scene) {
+			s.policy1 = policy("remote", networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.10.0.0/16"}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(8000)), EndPort: ptr.To(int32(8100))}}})
+		}},
+		{"a NetworkPolicy admitting every namespace", func(s *scene) {
+			s.policy1 = policy("mesh", networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}})
+		}},
+		{"a NetworkPolicy of other pods", func(s *scene) {
+			s.policy1 = policy("other")
+			s.policy1.Spec.PodSelector.MatchLabels = map[string]string{"app": "db"}
+		}},
+		{"an egress-only NetworkPolicy", func(s *scene) {
+			s.policy1 = policy("egress")
+			s.policy1.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+		}},
+		{"every shard led", func(s *scene) {
+			s.leaders = []*coordinationv1.Lease{leaderLease("mcs-controller-shard-0", "2", -2*time.Second), leaderLease("mcs-controller-shard-1", "2", -5*time.Second),
+				leaderLease("mcs-controller", "", -time.Hour)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy(t)
+			tc.change(s)
+			if d := s.diagnose(t); d.Failed != 0 || d.Unknown != 0 {
+				t.Errorf("%d failed, %d unknown\n%s", d.Failed, d.Unknown, listed(d))
+			}
+		})
+	}
+}
+
+// A NetworkPolicy diagnose cannot be sure of is a warning: it fails, and
+// says so.
+func TestDiagnoseNetworkPolicyWarns(t *testing.T) {
+	s := healthy(t)
+	s.policy1 = policy("deny-all")
+	d := s.diagnose(t)
+	if c := d.FirstBroken; c == nil || c.Severity != severityWarning || d.Failed != 1 || !strings.Contains(listed(d), "WARN  connect member1: ") {
+		t.Errorf("want one warning\n%s", listed(d))
+	}
+}
+
+// What diagnose may not read makes that check unknown, says what, and
+// fails nothing: the member is still read.
+func TestDiagnoseCannotReadOptional(t *testing.T) {
+	for _, tc := range []struct{ forbidden, check, problem string }{
+		{"member1 list networkpolicies", "NetworkPolicies in demo admit", "NetworkPolicies in demo: networkpolicies is forbidden"},
+		{"member1 list pods", "NetworkPolicies in demo admit", "pods in demo: pods is forbidden"},
+		{"member2 get daemonsets", "NodeLocal DNSCache", "DaemonSet kube-system/node-local-dns: daemonsets is forbidden"},
+		{"hub list events", "is refused", "events in mcs-system: events is forbidden"},
+		{"hub list leases", "mcs-controller leads", "leases in mcs-system: leases is forbidden"},
+	} {
+		t.Run(tc.forbidden, func(t *testing.T) {
+			s := healthy(t)
+			s.policy1 = policy("remote", networkingv1.NetworkPolicyIngressRule{})
+			s.forbidden = []string{tc.forbidden}
+			d := s.diagnose(t)
+			var unknowns []Check
+			for _, c := range d.Checks {
+				if c.Verdict == verdictUnknown {
+					unknowns = append(unknowns, c)
+				}
+			}
+			if d.Failed != 0 || len(unknowns) != 1 || !strings.Contains(unknowns[0].Name, tc.check) || !strings.Contains(unknowns[0].Problem, tc.problem) {
+				t.Errorf("want only %q unknown, saying %q\n%s", tc.check, tc.problem, listed(d))
+			}
+		})
 	}
 }

@@ -8,8 +8,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -25,6 +27,7 @@ type world struct {
 	namespace, service string
 	mcsvc              *v1alpha1.MultiClusterService // nil: none on the hub
 	members            []*memberState                // sorted by cluster
+	hub                *hubState                     // the controller's objects on the hub; nil: not read
 }
 
 // memberState is what one member holds of the service, and its clients for
@@ -43,6 +46,15 @@ type memberState struct {
 	coredns     *appsv1.Deployment               // kube-system/coredns
 	corefile    *string                          // its ConfigMap's Corefile; nil when there is none
 	credentials *CredentialReport                // its hub Secret's; nil with --members
+	// clusterProperty is ClusterProperty cluster.clusterset.k8s.io's
+	// spec.value, read when the mcs stanza names no cluster; nil: none.
+	clusterProperty *string
+	policies        []networkingv1.NetworkPolicy // in the service's namespace
+	pods            []corev1.Pod                 // the Service's pods, when a policy is there to select them
+	nodeLocal       *nodeLocalDNS                // NodeLocal DNSCache; nil: not installed
+	// unread are the optional reads that failed (forbidden, say), by what
+	// they read: their checks are unknown, the member is still read.
+	unread map[string]error
 }
 
 // member is the state of cluster, or the state of a member that could not
@@ -57,8 +69,8 @@ func (w *world) member(cluster string) *memberState {
 }
 
 // readMember reads what cluster holds of the service through its clients.
-func readMember(ctx context.Context, cluster, ns, svc string, kube kubernetes.Interface, mcs mcsclient.Interface) *memberState {
-	m := &memberState{cluster: cluster, kube: kube, leases: map[string]*coordinationv1.Lease{}}
+func readMember(ctx context.Context, cluster, ns, svc string, kube kubernetes.Interface, mcs mcsclient.Interface, dyn dynamic.Interface) *memberState {
+	m := &memberState{cluster: cluster, kube: kube, leases: map[string]*coordinationv1.Lease{}, unread: map[string]error{}}
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
 		m.err = err
 		return m
@@ -69,6 +81,9 @@ func readMember(ctx context.Context, cluster, ns, svc string, kube kubernetes.In
 			return m
 		}
 	}
+	m.readClusterProperty(ctx, dyn)
+	m.readPolicies(ctx, ns)
+	m.readNodeLocal(ctx)
 	return m
 }
 

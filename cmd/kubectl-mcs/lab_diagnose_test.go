@@ -55,8 +55,9 @@ func TestDiagnose(t *testing.T) {
 	podIP := corednsDeployment(t)
 	dnsAddr, stopDNS := podCoreDNS(t, podIP)
 	// The controller renews no token (--renew-credentials-before 0), so
-	// that diagnose sees join's 10-minute token below about to lapse.
-	controllerArgs := []string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--namespace", ctl, "--watch-namespaces", ns, "--leader-elect=false", "--probe-interval", "1s", "--renew-credentials-before", "0"}
+	// that diagnose sees join's 10-minute token below about to lapse. It
+	// leads by its Lease on the hub, which diagnose checks.
+	controllerArgs := []string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--namespace", ctl, "--watch-namespaces", ns, "--probe-interval", "1s", "--renew-credentials-before", "0"}
 	sourceLeaseCleaned(t)
 	controller := startLabController(t, controllerArgs)
 	l.Workload(t, labtest.Member1, ns, "foo", 2, false)
@@ -98,17 +99,19 @@ func TestDiagnose(t *testing.T) {
 		if err := controller.Stop(process.StopGrace); err != nil {
 			t.Fatal(err)
 		}
-		// In the path's reverse order, so that each break is the first.
-		d.first(t, linkLease, labtest.Member2, "past its 20 s: coredns-mcs calls member1 stale", `mcs_member_reachable{cluster="member1"}`)
+		// It released its Lease: nobody leads, the first broken link;
+		// then each break, in the path's reverse order.
+		d.first(t, linkHub, "", "Lease mcs-controller is released: nobody leads", "No replica leads")
+		d.names(t, linkLease, labtest.Member2, "past its 20 s: coredns-mcs calls member1 stale", `mcs_member_reachable{cluster="member1"}`)
 		slices := l.Client(t, labtest.Member2).DiscoveryV1().EndpointSlices(ns)
 		list, err := slices.List(t.Context(), metav1.ListOptions{LabelSelector: "multicluster.kubernetes.io/service-name=foo"})
 		if err != nil || len(list.Items) == 0 {
 			t.Fatalf("member2's imported slices: %v, %d", err, len(list.Items))
 		}
 		del(t, slices, list.Items[0].Name)
-		d.first(t, linkSlices, labtest.Member2, list.Items[0].Name+" (of member1/", "is it running")
+		d.names(t, linkSlices, labtest.Member2, list.Items[0].Name+" (of member1/", "is it running")
 		del(t, l.Client(t, labtest.Member2).CoreV1().Services(ns), "derived-foo")
-		d.first(t, linkDerived, labtest.Member2, "there is no derived-foo", "is the controller running")
+		d.names(t, linkDerived, labtest.Member2, "there is no derived-foo", "is the controller running")
 		imports, err := mcsclient.NewForConfig(l.Config(t, labtest.Member2))
 		if err != nil {
 			t.Fatal(err)
@@ -117,19 +120,20 @@ func TestDiagnose(t *testing.T) {
 		if _, err := imports.MulticlusterV1beta1().ServiceImports(ns).Patch(t.Context(), "foo", types.MergePatchType, []byte(strategy), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		d.first(t, linkImport, labtest.Member2, "its strategy annotation is LocalFirst", "Answers are still local-only")
+		d.names(t, linkImport, labtest.Member2, "its strategy annotation is LocalFirst", "Answers are still local-only")
 		controller = startLabController(t, controllerArgs)
 		// Applied again so that its cleanup, which needs a controller to
 		// drop the finalizer, runs before this controller stops.
 		provide(t, ns)
 		d.healthy(t)
 	}
-	{ // coredns image
-		t.Log("breaking: coredns image")
-		setImage(t, "registry.k8s.io/coredns/coredns:v1.12.1")
-		d.first(t, linkCoreDNS, labtest.Member2, "it runs registry.k8s.io/coredns/coredns:v1.12.1", "set image deploy/coredns")
-		setImage(t, corednsImage)
+	{ // coredns image: judged by what the pod runs (its metrics are mcs's),
+		// not by the image's name. The pod here is a real coredns-mcs, so a
+		// stock image is the unit tests' (TestDiagnoseNamesTheFirstBrokenLink).
+		t.Log("a mirrored coredns image")
+		setImage(t, "mirror.example/platform/dns:1.12.1-7")
 		d.healthy(t)
+		setImage(t, corednsImage)
 	}
 	{ // mcs stanza
 		t.Log("breaking: mcs stanza")
@@ -137,6 +141,14 @@ func TestDiagnose(t *testing.T) {
 		d.first(t, linkCoreDNS, labtest.Member2, "the mcs stanza says cluster member9", "set `cluster member2` in the mcs stanza")
 		l.Apply(t, labtest.Member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": ".:53 {\n    kubernetes cluster.local\n}\n"}})
 		d.first(t, linkCoreDNS, labtest.Member2, "the Corefile has no mcs stanza", "apply deploy/overlays/member2")
+		// Without the cluster option, mcs takes the name from the
+		// ClusterProperty, whose CRD the lab does not serve.
+		text, err := os.ReadFile(filepath.Join(l.Root(), "corefile", "Corefile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(t, labtest.Member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": strings.Replace(string(text), "cluster member1\n", "", 1)}})
+		d.first(t, linkCoreDNS, labtest.Member2, "there is no ClusterProperty cluster.clusterset.k8s.io (or its CRD is not served)", "set `cluster member2` in the mcs stanza")
 		corefile(t, labtest.Member2, labtest.Member2)
 		d.healthy(t)
 	}
