@@ -81,9 +81,14 @@ func TestDiagnose(t *testing.T) {
 		bar.first(t, linkExport, labtest.Member1, "Valid=False (NoService)", "reason NoService")
 	}
 	{ // credentials
-		t.Log("breaking: credentials")
+		// A token as short as a cloud caps them, just issued, is no
+		// problem: it is renewed two thirds into its lifetime, and only
+		// one whose renewal is overdue is reported (TestCredentialReports
+		// and the expired case of TestDiagnoseNamesTheFirstBrokenLink
+		// hold the failures).
+		t.Log("not breaking: a short token, just issued")
 		joinLab(t, labtest.Member2, ctl, "--duration", "10m")
-		d.first(t, linkMember, labtest.Member2, "its credentials expire at", "kubectl mcs join member2 --context member2")
+		d.healthy(t)
 		joinLab(t, labtest.Member2, ctl)
 		d.healthy(t)
 	}
