@@ -71,7 +71,7 @@ Every file is scrubbed of anything shaped like a token, a key or a certificate.`
 	o.addMemberContexts(cmd)
 	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "the tarball to write (default mcs-gather-<time>.tar.gz in the current directory)")
-	cmd.Flags().DurationVar(&o.since, "since", 24*time.Hour, "logs of at most this long ago")
+	cmd.Flags().DurationVar(&o.since, "since", 24*time.Hour, "logs of at most this long ago; 0: all the pods have")
 	return cmd
 }
 
@@ -269,7 +269,10 @@ func (b *bundle) pods(ctx context.Context, kube kubernetes.Interface, dir, names
 	for _, p := range pods.Items {
 		for _, c := range p.Spec.Containers {
 			what := fmt.Sprintf("%s: logs of %s/%s, container %s", dir, namespace, p.Name, c.Name)
-			opts := &corev1.PodLogOptions{Container: c.Name, SinceSeconds: ptr.To(int64(since / time.Second))}
+			opts := &corev1.PodLogOptions{Container: c.Name}
+			if since >= time.Second { // the API server refuses a sinceSeconds under 1
+				opts.SinceSeconds = ptr.To(int64(since / time.Second))
+			}
 			data, err := kube.CoreV1().Pods(namespace).GetLogs(p.Name, opts).DoRaw(ctx)
 			b.addOr(fmt.Sprintf("%s/logs/%s.%s.log", dir, p.Name, c.Name), what, data, err)
 		}
