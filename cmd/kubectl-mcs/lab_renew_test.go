@@ -32,8 +32,9 @@ func TestControllerRenewsCredentials(t *testing.T) {
 	l.Workload(t, labtest.Member3, apps, "foo", 1, false)
 	l.Apply(t, labtest.Member3, labtest.ServiceExport(apps, "foo"))
 	join := []string{"join", labtest.Member3, "--context", labtest.Member3, "--hub-context", labtest.Hub, "--controller-namespace", ctl}
-	// 10 minutes, the API server's least; renewed 9 minutes before it
-	// expires, a minute from now, once foo is imported.
+	// 10 minutes, the API server's least; renewed 8 minutes before it
+	// expires, two minutes from now, once foo is imported (a lead within
+	// nine tenths of the token's lifetime is kept: credentials.RenewAt).
 	if out, err := kubectlMCS(t, append(join, "--duration", "10m")...); err != nil {
 		t.Fatalf("join: %v\n%s", err, out)
 	}
@@ -46,7 +47,7 @@ func TestControllerRenewsCredentials(t *testing.T) {
 
 	_, addr := labtest.StartController(t, l.Binary(t, "mcs-controller"),
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--namespace", ctl, "--watch-namespaces", apps, "--leader-elect=false",
-		"--probe-interval", "1s", "--renew-credentials-before", "9m")
+		"--probe-interval", "1s", "--renew-credentials-before", "8m")
 	imported(t, apps)
 
 	labtest.Eventually(t, 3*time.Minute, func(context.Context) error {

@@ -98,7 +98,7 @@ func parseFlags() *flags {
 	fs.DurationVar(&f.sourceLeaseDuration, "source-lease-duration", 20*time.Second, "duration of the Leases source-<cluster> in every member")
 	fs.DurationVar(&f.sourceLeaseRenew, "source-lease-renew", 5*time.Second, "how often the Leases source-<cluster> are renewed")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each member's API server is probed")
-	fs.DurationVar(&f.renewCredentialsBefore, "renew-credentials-before", credentials.DefaultRenewBefore, "how long before it expires the token of a member Secret is renewed (a new token of the controller's ServiceAccount there, written back into the Secret), at most a third of the token's lifetime (a member whose API server caps tokens at a day renews each after 16 hours); 0: never")
+	fs.DurationVar(&f.renewCredentialsBefore, "renew-credentials-before", credentials.DefaultRenewBefore, "how long before it expires the token of a member Secret is renewed (a new token of the controller's ServiceAccount there, written back into the Secret); when it takes more than nine tenths of a token's lifetime, two thirds into the lifetime instead (a member whose API server caps tokens at a day renews each after 16 hours); 0: never")
 	fs.DurationVar(&f.credentialDuration, "credential-duration", 30*24*time.Hour, "how long a renewed member token is valid (the member's API server may cap it); longer than --renew-credentials-before")
 	fs.Func("allow-export", "comma-separated NAMESPACE or NAMESPACE/NAME that may be exported although protected (default/kubernetes, every kube-* namespace, mcs-system, --namespace, --protected-namespaces); repeatable", func(v string) error {
 		allowed, err := controller.ParseAllowExport(v)

@@ -59,13 +59,13 @@ type Credential struct {
 const DefaultRenewBefore = 7 * 24 * time.Hour
 
 // RenewAt is when credentials renewed before their expiry are due: before
-// ahead of it, or, when that is longer than a third of the token's
-// lifetime, once two thirds of it have passed. Clouds cap the tokens they
-// issue (EKS at 24 hours, GKE at 48): a fixed lead of days would make
-// each one due the moment it is issued.
+// ahead of it, unless before takes more than nine tenths of the token's
+// lifetime; then once two thirds of the lifetime have passed. Clouds cap
+// the tokens they issue (EKS at 24 hours, GKE at 48) below a lead of days,
+// which would make each one due the moment it is issued.
 func (c Credential) RenewAt(before time.Duration) time.Time {
-	if lifetime := c.Expires.Sub(c.Issued); !c.Issued.IsZero() && lifetime > 0 {
-		before = min(before, lifetime/3)
+	if lifetime := c.Expires.Sub(c.Issued); !c.Issued.IsZero() && lifetime > 0 && before > lifetime*9/10 {
+		before = lifetime / 3
 	}
 	return c.Expires.Add(-before)
 }

@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -62,36 +63,41 @@ func TestOf(t *testing.T) {
 }
 
 // A token is due for renewal --renew-credentials-before ahead of its
-// expiry, or once two thirds of its lifetime have passed when that comes
-// later: a token a cloud caps at a day is renewed once a day, not the
-// moment it is issued.
+// expiry, unless that lead takes more than nine tenths of its lifetime:
+// then once two thirds of it have passed. A token a cloud caps at a day is
+// renewed after 16 hours, not the moment it is issued; a lead the token
+// has room for is kept.
 func TestRenewAt(t *testing.T) {
 	issued := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
 	for _, tc := range []struct {
 		name             string
 		claims           map[string]any
+		before           time.Duration // 0: DefaultRenewBefore
 		renewAt, overdue time.Time
 	}{
-		{"30 days, as join asks", map[string]any{"iat": issued.Unix(), "exp": issued.Add(30 * day).Unix()},
+		{"30 days, as join asks", map[string]any{"iat": issued.Unix(), "exp": issued.Add(30 * day).Unix()}, 0,
 			issued.Add(23 * day), issued.Add(23*day + 84*time.Hour)},
-		{"capped at 24 hours (EKS)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(day).Unix()},
+		{"capped at 24 hours (EKS)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(day).Unix()}, 0,
 			issued.Add(16 * time.Hour), issued.Add(20 * time.Hour)},
-		{"capped at 48 hours (GKE)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(2 * day).Unix()},
+		{"capped at 48 hours (GKE)", map[string]any{"iat": issued.Unix(), "exp": issued.Add(2 * day).Unix()}, 0,
 			issued.Add(32 * time.Hour), issued.Add(40 * time.Hour)},
-		{"no iat: the lead alone", map[string]any{"exp": issued.Add(day).Unix()},
+		{"10 minutes renewed 9 ahead: the lead kept", map[string]any{"iat": issued.Unix(), "exp": issued.Add(10 * time.Minute).Unix()}, 9 * time.Minute,
+			issued.Add(time.Minute), issued.Add(5*time.Minute + 30*time.Second)},
+		{"no iat: the lead alone", map[string]any{"exp": issued.Add(day).Unix()}, 0,
 			issued.Add(-6 * day), issued.Add(-2*day - 12*time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.claims["sub"] = Subject
 			c := Of(JWT(tc.claims), nil, nil)
-			if got := c.RenewAt(DefaultRenewBefore); !got.Equal(tc.renewAt) {
+			before := cmp.Or(tc.before, DefaultRenewBefore)
+			if got := c.RenewAt(before); !got.Equal(tc.renewAt) {
 				t.Errorf("renewed at %s, want %s", got, tc.renewAt)
 			}
-			if c.Overdue(DefaultRenewBefore, tc.overdue) {
+			if c.Overdue(before, tc.overdue) {
 				t.Errorf("overdue at %s already", tc.overdue)
 			}
-			if !c.Overdue(DefaultRenewBefore, tc.overdue.Add(time.Second)) {
+			if !c.Overdue(before, tc.overdue.Add(time.Second)) {
 				t.Errorf("not overdue a second after %s", tc.overdue)
 			}
 		})

@@ -49,7 +49,7 @@ var expiryGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 var renewalGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "mcs_member_credential_renewal_timestamp_seconds",
-	Help: "When the replica that renews member tokens renews the member's (Unix time): --renew-credentials-before ahead of its expiry, or once two thirds of its lifetime have passed when that is later; a time in the past is a renewal being retried. Absent when the controller does not renew them.",
+	Help: "When the replica that renews member tokens renews the member's (Unix time): --renew-credentials-before ahead of its expiry, or, when that lead takes more than nine tenths of the token's lifetime (a cloud that caps tokens), once two thirds of the lifetime have passed; a time in the past is a renewal being retried. Absent when the controller does not renew them.",
 }, []string{"cluster"})
 
 func init() {

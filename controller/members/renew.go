@@ -22,8 +22,8 @@ import (
 // The tokens kubectl mcs join writes into member Secrets last 30 days, and
 // members joined the same day would lose them the same day. The registry
 // renews each one Before its expiry, or once two thirds of its lifetime
-// have passed when the member's API server caps tokens shorter
-// (credentials.RenewAt): a TokenRequest for the controller's
+// have passed when Before takes more than nine tenths of it, as when the
+// member's API server caps tokens shorter (credentials.RenewAt): a TokenRequest for the controller's
 // own ServiceAccount, made with the member's current token (the member's
 // RBAC allows that account its own tokens and no other's), written back
 // into the Secret it came from with that Secret's resourceVersion as
