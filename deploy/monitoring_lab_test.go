@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/credentials"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
@@ -73,10 +74,10 @@ func refusedSecret(ns string) *corev1.Secret {
 
 // expiringSecret registers, in namespace ns, a member nobody reaches whose
 // token says when it expires, so that the controller exports that expiry;
-// the token is of another account than the controller's, and no renewal is
-// tried.
+// the token is of the member account, so the replica that renews tokens
+// exports when it will renew this one too: in 2099, so no renewal is tried.
 func expiringSecret(ns string) *corev1.Secret {
-	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"system:serviceaccount:other:other","exp":4102444800}`))
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"` + credentials.Subject + `","iat":1795000000,"exp":4102444800}`))
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
 		"users: [{name: u, user: {token: a." + claims + ".c}}]\ncontexts: [{name: expiring, context: {cluster: c, user: u}}]\n"
 	return &corev1.Secret{
