@@ -102,6 +102,17 @@ func (c *Controller) allowed(m *members.Member, namespace, name string) bool {
 	return c.notAllowed(m, namespace) == "" && c.protected(namespace, name) == ""
 }
 
+// providerNotAllowed is notAllowed for a provider of namespace/name. A
+// MultiClusterService of the service is the operator's own choice on the
+// hub, which the default does not second-guess (its namespace need not be
+// labelled); a member's own bounds still hold.
+func (c *Controller) providerNotAllowed(m *members.Member, namespace, name string) string {
+	if c.hub.has(namespace, name) {
+		return m.NotAllowed(namespace)
+	}
+	return c.notAllowed(m, namespace)
+}
+
 // enqueueExportsIn queues the services exported from namespace: a hub
 // namespace made, labelled or deleted allows or stops them, and they count
 // against their members' quotas or no longer do, which may move others

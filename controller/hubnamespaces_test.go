@@ -14,6 +14,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
 )
 
 // A member that no bound narrows exports only from the hub's namespaces
@@ -101,4 +102,20 @@ func (f *fixture) hubChanges(namespace runtime.Object, verb string) {
 		f.t.Fatalf("foo was not queued once the hub's namespace was %sd", verb)
 	}
 	f.sync("demo/foo")
+}
+
+// A MultiClusterService is the operator's choice on the hub: its
+// providers need no label on its namespace, whatever the default; a
+// member's own bound still holds.
+func TestMultiClusterServiceNeedsNoLabel(t *testing.T) {
+	f := newFixture(t, world{
+		hub: {ns1(), multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}, true)},
+		m1:  {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1")},
+		m2:  {ns1()},
+		m3:  {ns1(), service("foo", false, t0), slice("foo", "foo-3", 1, "10.3.0.1")},
+	}, withOptions(Options{DefaultExports: LabelledHubNamespaces}), withBounds(map[string][]string{m3: {"elsewhere"}}))
+	f.sync("demo/foo")
+	if imp := f.importOf(m2, "foo"); len(imp.Status.Clusters) != 1 || imp.Status.Clusters[0].Cluster != m1 {
+		t.Errorf("import's clusters %+v, want member1's alone: member3 is bounded elsewhere", imp.Status.Clusters)
+	}
 }

@@ -202,7 +202,7 @@ func (c *Controller) memberInput(m *members.Member, namespace, name string) desi
 		Service:    sourceService(m.Service(namespace, name)),
 		Export:     m.Export(namespace, name),
 		Slices:     m.SourceSlices(namespace, name),
-		NotAllowed: c.notAllowed(m, namespace),
+		NotAllowed: c.providerNotAllowed(m, namespace, name),
 		OverQuota:  m.OverQuota(namespace, name),
 	}
 }
