@@ -134,11 +134,14 @@ func newPage(t *testing.T, ns, dnsAddr string) *pageRun {
 
 	// A fleet block's kubectl prints its help instead of running: that
 	// rejects unknown flags, and a command with subcommands of its own
-	// means a subcommand was misspelt. Nothing else is on the PATH, and
-	// bash lets commands it does not find pass.
+	// means a subcommand was misspelt. What follows -- is the command a pod
+	// runs (kubectl run, exec), not kubectl's: --help goes before it.
+	// Nothing else is on the PATH, and bash lets commands it does not find
+	// pass.
 	check := filepath.Join(tmp, "fleet")
 	script(t, check, "kubectl-mcs", fmt.Sprintf("exec %q \"$@\"\n", plugin))
-	script(t, check, "kubectl", fmt.Sprintf(`out=$(%q "$@" --help 2>&1) || { echo "kubectl $*: $out" >&2; exit 1; }
+	script(t, check, "kubectl", fmt.Sprintf(`args=(); for a in "$@"; do [[ $a == -- ]] && break; args+=("$a"); done
+out=$(%q "${args[@]}" --help 2>&1) || { echo "kubectl $*: $out" >&2; exit 1; }
 if [[ $out == *$'\n'"Available Commands:"* ]]; then echo "kubectl $*: not a command kubectl knows" >&2; exit 1; fi
 `, kubectl))
 	p.fleet = []string{"PATH=" + check, "HOME=" + tmp, "KUBECONFIG=" + filepath.Join(tmp, "none"), "DNS=127.0.0.1"}
