@@ -14,6 +14,7 @@ import (
 	mcsapischeme "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/scheme"
 
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
+	"github.com/coredns-mcs/coredns-mcs/controller/internal/hostilemember"
 )
 
 // bulkyExport is ServiceExport i of a tenant, whose exportedAnnotations
@@ -53,14 +54,14 @@ func TestBulkyExportsHeldBounded(t *testing.T) {
 	const bound = desired.MaxExportedMetadata + 4<<10 // and what identifies an export
 	dictionaries.Clear()
 	f := newFleet()
-	before := liveHeap()
+	before := hostilemember.LiveHeap()
 	var counted int64
 	for i := range exports {
 		if err := f.add("member1", bulkyExport(t, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	held := float64(liveHeap()) - float64(before)
+	held := float64(hostilemember.LiveHeap()) - float64(before)
 	for _, obj := range f.members["member1"].exports.Of("").GetStore().List() {
 		counted += bytesOf(obj)
 		if e := Unpacked(obj).(*mcsv1b1.ServiceExport); e.Annotations[desired.AnnotationExportedCut] == "" {

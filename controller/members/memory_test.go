@@ -21,6 +21,7 @@ import (
 	mcsapischeme "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/scheme"
 
 	mcsscheme "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned/scheme"
+	"github.com/coredns-mcs/coredns-mcs/controller/internal/hostilemember"
 )
 
 // What the controller holds of a fleet, per cached object: the scale
@@ -173,15 +174,6 @@ func (w *wire) decoded(file string, i int) (any, error) {
 	return nil, err
 }
 
-// liveHeap is the heap that survives a collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // fleetBytes builds the stores of a fleet of n services and returns the
 // live heap they take per object, overall and by samples/ file.
 func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float64) {
@@ -189,7 +181,7 @@ func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float
 	w := newWire(t)
 	f := newFleet()
 	byFile = map[string]float64{}
-	before := liveHeap()
+	before := hostilemember.LiveHeap()
 	last, objects := before, 0
 	for _, o := range fleetObjects {
 		for i := range n {
@@ -203,7 +195,7 @@ func fleetBytes(t testing.TB, n int) (perObject float64, byFile map[string]float
 				}
 			}
 		}
-		now := liveHeap()
+		now := hostilemember.LiveHeap()
 		byFile[o.file] = (float64(now) - float64(last)) / float64(n*len(o.clusters))
 		objects += n * len(o.clusters)
 		last = now

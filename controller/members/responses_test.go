@@ -18,6 +18,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/internal/hostilemember"
 )
 
 // Each kind of request a member is asked is bounded at what it needs.
@@ -93,7 +95,7 @@ func TestLengthFrames(t *testing.T) {
 func TestHostileWatchEvent(t *testing.T) {
 	const inflated = 1 << 30
 	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-		if resourceOf(r) != "serviceexports" || !isWatch(r) {
+		if hostilemember.ResourceOf(r) != "serviceexports" || !isWatch(r) {
 			return false
 		}
 		// Unasked too: Go's transport asks for gzip itself.
@@ -101,14 +103,14 @@ func TestHostileWatchEvent(t *testing.T) {
 		w.Header().Set("Content-Encoding", "gzip")
 		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		_, _ = fmt.Fprint(gz, `{"type":"ADDED","object":{"kind":"ServiceExport","apiVersion":"multicluster.x-k8s.io/v1beta1","metadata":{"name":"x","namespace":"a","annotations":{"pad":"`)
-		if writeUntilGone(gz, bytes.Repeat([]byte("x"), 1<<20), inflated>>20) == nil {
+		if hostilemember.WriteUntilGone(gz, bytes.Repeat([]byte("x"), 1<<20), inflated>>20) == nil {
 			_, _ = fmt.Fprint(gz, `"}}}}`)
 			_ = gz.Close()
 		}
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, hostile, good)
 	refusedWith(t, r, "member1", "member1 answered GET /apis/multicluster.x-k8s.io/v1beta1/serviceexports with a watch event larger than 2Mi (decoded): refused", "listed again in 10m")
 	healthyNow(t, r, "member2")
@@ -133,7 +135,7 @@ func TestHostileList(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-				if resourceOf(r) != "services" || isWatch(r) {
+				if hostilemember.ResourceOf(r) != "services" || isWatch(r) {
 					return false
 				}
 				w.Header().Set("Content-Type", "application/json")
@@ -152,7 +154,7 @@ func TestHostileList(t *testing.T) {
 				return true
 			})
 			good := newHostileMember(t, "member2", nil)
-			peak := peakHeap()
+			peak := hostilemember.PeakHeap()
 			r := runHostile(t, hostile, good)
 			refusedWith(t, r, "member1", c.want)
 			healthyNow(t, r, "member2")
@@ -170,13 +172,13 @@ func TestHostileGet(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprint(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","annotations":{"pad":"`)
-		if writeUntilGone(w, bytes.Repeat([]byte("x"), 1<<20), 500) == nil {
+		if hostilemember.WriteUntilGone(w, bytes.Repeat([]byte("x"), 1<<20), 500) == nil {
 			_, _ = fmt.Fprint(w, `"}}}`)
 		}
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, hostile, good)
 	refusedWith(t, r, "member1", "member1 answered GET /api/v1/namespaces/kube-system with an answer larger than 2Mi (decoded): refused")
 	healthyNow(t, r, "member2")
@@ -190,18 +192,18 @@ func TestHostileReadyz(t *testing.T) {
 		if r.URL.Path != "/readyz" {
 			return false
 		}
-		_ = writeUntilGone(w, []byte(strings.Repeat("ok\n", 1000)), 1<<20)
+		_ = hostilemember.WriteUntilGone(w, []byte(strings.Repeat("ok\n", 1000)), 1<<20)
 		return true
 	})
 	slow := newHostileMember(t, "member3", func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/readyz" {
 			return false
 		}
-		slowly(w, r)
+		hostilemember.Slowly(w, r)
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, endless, slow, good)
 	refusedWith(t, r, "member1", "member1 answered GET /readyz with an answer larger than 8Ki (decoded): refused")
 	refusedWith(t, r, "member3", "context deadline exceeded")
@@ -222,7 +224,7 @@ func checkPeak(t *testing.T, got, bound uint64) {
 // (watch-list) is taken out before the controller holds them all.
 func TestHostileWatchList(t *testing.T) {
 	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-		if resourceOf(r) != "services" || !isWatch(r) {
+		if hostilemember.ResourceOf(r) != "services" || !isWatch(r) {
 			return false
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -237,7 +239,7 @@ func TestHostileWatchList(t *testing.T) {
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, hostile, good)
 	refusedWith(t, r, "member1", "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused")
 	healthyNow(t, r, "member2")
@@ -249,7 +251,7 @@ func TestHostileWatchList(t *testing.T) {
 // client-go holds them all: they count as they arrive, inflated.
 func TestHostileInitialEvents(t *testing.T) {
 	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-		if resourceOf(r) != "serviceimports" || !isWatch(r) {
+		if hostilemember.ResourceOf(r) != "serviceimports" || !isWatch(r) {
 			return false
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -266,7 +268,7 @@ func TestHostileInitialEvents(t *testing.T) {
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, hostile, good)
 	refusedWith(t, r, "member1", "member1 answered GET /apis/multicluster.x-k8s.io/v1beta1/serviceimports with initial events that, with what it holds, take more than 4Mi (decoded; --member-max-mib): refused")
 	healthyNow(t, r, "member2")
@@ -297,7 +299,7 @@ func TestTooManyElements(t *testing.T) {
 func TestHostileEmptyValues(t *testing.T) {
 	empties := strings.TrimSuffix(strings.Repeat("{},", (2<<20-300)/3), ",")
 	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-		if resourceOf(r) != "endpointslices" || !isWatch(r) {
+		if hostilemember.ResourceOf(r) != "endpointslices" || !isWatch(r) {
 			return false
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -306,7 +308,7 @@ func TestHostileEmptyValues(t *testing.T) {
 		return true
 	})
 	good := newHostileMember(t, "member2", nil)
-	peak := peakHeap()
+	peak := hostilemember.PeakHeap()
 	r := runHostile(t, hostile, good)
 	refusedWith(t, r, "member1", "member1 answered GET /apis/discovery.k8s.io/v1/endpointslices with a watch event of more than 131072 values (decoded): refused")
 	healthyNow(t, r, "member2")
