@@ -2,21 +2,29 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/controller/desired"
 	"github.com/coredns-mcs/coredns-mcs/controller/internal/hostilemember"
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
@@ -187,11 +195,167 @@ func hostileSlices(svc string, octet, n, perSlice int) []any {
 	return out
 }
 
-// awaitHostile waits until cond holds, polling.
+// awaitHostile waits until cond holds, polling: for long, as the race
+// detector makes decoding what a hostile member sends slow.
 func awaitHostile(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		t.Fatal(what)
+	}
+}
+
+// bulkyExport is a tenant's ServiceExport namespace/name whose
+// exportedAnnotations and exportedLabels take about 1.4 MB (the API
+// server takes requests of up to 1.5 MiB), random, as nothing
+// compresses them.
+func bulkyExport(t *testing.T, namespace, name string, created time.Time) *mcsv1b1.ServiceExport {
+	t.Helper()
+	e := export(name, created)
+	e.Namespace = namespace
+	e.Spec.ExportedAnnotations, e.Spec.ExportedLabels = map[string]string{}, map[string]string{}
+	for k := range 21 {
+		random := make([]byte, 48<<10)
+		if _, err := rand.Read(random); err != nil {
+			t.Fatal(err)
+		}
+		e.Spec.ExportedAnnotations[fmt.Sprintf("note-%d", k)] = base64.StdEncoding.EncodeToString(random)
+	}
+	for k := range 1000 {
+		e.Spec.ExportedLabels[fmt.Sprintf("label-%d", k)] = strings.Repeat("x", 63)
+	}
+	return e
+}
+
+// A tenant's ServiceExports, each with about 1.4 MB of exportedAnnotations
+// and exportedLabels, cost the controller what an import may carry of
+// them (desired.MaxExportedMetadata, 8 KiB) once cached, not what they
+// hold: registering a member that serves 10 of them grows the heap the
+// controller holds by at most hostileBulkyHeld (held whole, they would
+// take 14 MiB more). And they are junk: 6 from a namespace the member may
+// not export from, 3 with no Service, all older than the member's one
+// export that can be used, which --member-max-exports of 1 still imports.
+func TestHostileBulkyExports(t *testing.T) {
+	const (
+		junk, noService = 6, 3
+		// hostileMemberHeld is what a member's clients and informers hold,
+		// its objects aside: 0.8 MiB measured.
+		hostileMemberHeld = 2 << 20
+		// hostileWatchHeld is what a watch keeps of the largest event it
+		// decoded, for its life: client-go's JSON stream decoders keep
+		// buffers of its size, at most a few times the 2 MiB an event may
+		// take (controller/members/responses.go). 4.4 MiB measured after
+		// events of 1.4 MB.
+		hostileWatchHeld = 6 << 20
+		hostileBulkyHeld = (junk+noService+1)*(desired.MaxExportedMetadata+4<<10) + hostileMemberHeld + hostileWatchHeld
+	)
+	h := hostilemember.New(t, m1, nil)
+	h.Serve("namespaces", ns1(), &corev1.Namespace{ObjectMeta: metaName("tenant")})
+	for i := range junk {
+		h.Serve("serviceexports", bulkyExport(t, "tenant", fmt.Sprintf("junk-%d", i), t0))
+		tenantSvc := service(fmt.Sprintf("junk-%d", i), false, t0)
+		tenantSvc.Namespace = "tenant"
+		h.Serve("services", tenantSvc)
+	}
+	for i := range noService {
+		h.Serve("serviceexports", bulkyExport(t, ns, fmt.Sprintf("nosvc-%d", i), t0))
+	}
+	h.Serve("services", service("foo", false, t0))
+	h.Serve("endpointslices", slice("foo", "foo-1", 1, "10.1.0.1"))
+	h.Serve("serviceexports", bulkyExport(t, ns, "foo", t0.Add(time.Hour)))
+
+	// member1 joins once the controller runs: what it holds of the member
+	// is what the heap grows by.
+	f := newFixture(t, world{hub: {ns1()}, m2: {ns1()}, m3: {ns1()}},
+		hostileProvider(h), withOptions(Options{DefaultExports: HubNamespaces}), withMaxExports(1))
+	// Its informers list as watches, as the API servers of today serve
+	// them: each export a watch event (newFixture lists the fakes, which
+	// cannot stream, the old way).
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, true)
+	before := hostilemember.LiveHeap()
+	peak := hostilemember.PeakHeap()
+	if _, err := f.hubKube.CoreV1().Secrets(controllerNamespace).Create(t.Context(), hostileSecret(h), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitHostile(t, "the hostile member never synced", func() bool {
+		i := slices.IndexFunc(f.reg.List(), func(m *members.Member) bool { return m.Name == m1 })
+		return i >= 0 && f.reg.List()[i].Synced()
+	})
+	used := peak()
+	held := int64(hostilemember.LiveHeap()) - int64(before)
+	t.Logf("held for the member: %.2f MiB (bound %.2f MiB); heap at its peak while it registered: %.1f MiB", float64(held)/(1<<20), float64(hostileBulkyHeld)/(1<<20), float64(used)/(1<<20))
+	if held > hostileBulkyHeld {
+		t.Errorf("the controller holds %.1f MiB for a member of %d bulky exports, want at most %.1f MiB", float64(held)/(1<<20), junk+noService+1, float64(hostileBulkyHeld)/(1<<20))
+	}
+
+	f.sync("demo/foo")
+	f.importOf(m2, "foo") // fails the test when absent
+	if c := exportStatus(h, ns, "foo"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("foo, the one export that can be used: Valid %+v, want True", c)
+	}
+	for _, k := range []string{"tenant/junk-0", "demo/nosvc-0"} {
+		f.sync(k)
+		namespace, name, _ := strings.Cut(k, "/")
+		if c := exportStatus(h, namespace, name); c != nil && c.Reason == "TooManyExports" {
+			t.Errorf("%s, junk: Valid %+v, want why it cannot be used", k, c)
+		}
+	}
+}
+
+// A member's API server that sends events of ServiceExports and Services
+// (of services the hub's MultiClusterServices ask for) faster than
+// --member-change-rate has their services queued no faster than its
+// budget allows, as source slices are: a burst's worth at once, the
+// others once the budget allows, each then.
+func TestHostileMemberEventsPaced(t *testing.T) {
+	const each, rate, burst = changeBurst * 3 / 2, 1, changeBurst
+	name := func(i int) string { return fmt.Sprintf("svc-%d", i) }
+	fc := clocktesting.NewFakeClock(t0)
+	h := hostilemember.New(t, m1, nil)
+	h.Serve("namespaces", ns1())
+	hubObjs := []runtime.Object{hostileSecret(h)}
+	for i := range each {
+		hubObjs = append(hubObjs, multiClusterService(name(each+i), api.RemoteAndLocal, nil, nil, true))
+	}
+	f := newFixture(t, world{hub: hubObjs, m2: {ns1()}, m3: {ns1()}}, hostileProvider(h), withOptions(Options{Clock: fc, ChangeRate: rate}))
+	awaitHostile(t, "the member's informers do not watch", func() bool {
+		return h.Watching("serviceexports") > 0 && h.Watching("services") > 0
+	})
+	got := map[string]bool{}
+	drainUntil := func(done func() bool, step time.Duration) error {
+		return wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			for f.c.queue.Len() > 0 {
+				k, _ := f.c.queue.Get()
+				f.c.queue.Done(k)
+				got[k] = true
+			}
+			fc.Step(step)
+			return done(), nil
+		})
+	}
+	// What the hub queued is out of the way, and the member's budget full.
+	if err := drainUntil(func() bool { return len(got) == each }, 0); err != nil {
+		t.Fatalf("%d services queued by the hub, want %d", len(got), each)
+	}
+	fc.Step(changeBurst * time.Second)
+	clear(got)
+	paced := func() int { return int(testutil.ToFloat64(changesPaced.WithLabelValues(m1))) }
+	before, start := paced(), fc.Now()
+	for i := range each {
+		if h.Send("serviceexports", "ADDED", export(name(i), t0)) == 0 || h.Send("services", "ADDED", service(name(each+i), false, t0)) == 0 {
+			t.Fatal("no watch took the event")
+		}
+	}
+	if err := drainUntil(func() bool { return len(got)+paced()-before >= 2*each }, 0); err != nil {
+		t.Fatalf("of %d services changed, %d queued and %d paced", 2*each, len(got), paced()-before)
+	}
+	if len(got) > burst*rate || paced()-before != 2*each-burst*rate {
+		t.Errorf("of %d services changed, %d queued at once and %d paced; want %d and %d", 2*each, len(got), paced()-before, burst*rate, 2*each-burst*rate)
+	}
+	if err := drainUntil(func() bool { return len(got) == 2*each }, 100*time.Millisecond); err != nil {
+		t.Fatalf("%d of %d services queued once the budget allowed", len(got), 2*each)
+	}
+	if took, want := fc.Since(start), (2*each-burst*rate)/rate*time.Second; took < want {
+		t.Errorf("every service queued %s after the changes, want %s at least", took, want)
 	}
 }
