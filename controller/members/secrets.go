@@ -284,11 +284,15 @@ func (r *Registry) report(obj runtime.Object, source, rv, cluster string, err er
 	}
 	r.refused[source] = now
 	refusedGauge.WithLabelValues(reason).Inc()
-	klog.ErrorS(err, "Member registration refused", "cluster", cluster, "source", source, "reason", reason)
+	kind, ref, _ := strings.Cut(source, " ")
+	klog.ErrorS(err, refusedLog[kind], "cluster", cluster, kind, ref, "reason", reason)
 	if r.opts.Recorder != nil {
 		r.opts.Recorder.Event(obj, corev1.EventTypeWarning, EventRefused, err.Error())
 	}
 }
+
+// refusedLog is the log message of a refusal, by the kind of source.
+var refusedLog = map[string]string{"secret": "Member Secret refused", "clusterprofile": "Member ClusterProfile refused"}
 
 // unreport forgets the refusal of source, which now registers its member
 // or is gone.
