@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/client-go/tools/record"
 	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	inventoryfake "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned/fake"
 )
