@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -124,7 +125,10 @@ func NewRegistry(opts Options) (*Registry, error) {
 	if opts.Hub != nil {
 		r.newSecretInformer()
 	}
-	if opts.Hub != nil && opts.Profiles != nil {
+	if opts.Profiles != nil {
+		if opts.Hub == nil || opts.ProfileNamespace == "" || opts.Access == nil {
+			return nil, errors.New("members from ClusterProfiles need the hub, their namespace and the access providers")
+		}
 		r.newProfileInformer()
 	}
 	if opts.Kubeconfig == "" {
