@@ -133,11 +133,13 @@ var chartCases = []chartCase{
 	{"shards", map[string]any{"shards": map[string]any{"enabled": true}}, []string{"shards"}},
 	{"network-policy", map[string]any{"networkPolicy": map[string]any{"enabled": true}}, []string{"network-policy"}},
 	{"monitoring", map[string]any{"monitoring": map[string]any{"enabled": true}}, []string{"monitoring-hub"}},
+	{"cluster-profiles", map[string]any{"clusterProfiles": map[string]any{"enabled": true}}, []string{"cluster-profiles"}},
 	{"all", map[string]any{
-		"shards":        map[string]any{"enabled": true},
-		"networkPolicy": map[string]any{"enabled": true},
-		"monitoring":    map[string]any{"enabled": true},
-	}, []string{"network-policy", "shards", "monitoring-hub"}},
+		"shards":          map[string]any{"enabled": true},
+		"networkPolicy":   map[string]any{"enabled": true},
+		"monitoring":      map[string]any{"enabled": true},
+		"clusterProfiles": map[string]any{"enabled": true},
+	}, []string{"network-policy", "shards", "monitoring-hub", "cluster-profiles"}},
 }
 
 // The chart with each set of values installs exactly what the hub overlay
@@ -378,6 +380,7 @@ func TestHubChartLinksDeploysFiles(t *testing.T) {
 		"crds/mcs.coredns-mcs.io_multiclusterservices.yaml": "crds/mcs.coredns-mcs.io_multiclusterservices.yaml",
 		"files/prometheusrule.yaml":                         "components/monitoring-hub/prometheusrule.yaml",
 		"files/dashboard.json":                              "components/monitoring-hub/dashboard.json",
+		"files/multicluster.x-k8s.io_clusterprofiles.yaml":  "cluster-inventory/multicluster.x-k8s.io_clusterprofiles.yaml",
 	} {
 		path := filepath.Join(hubChart, link)
 		got, err := filepath.EvalSymlinks(path)
@@ -478,4 +481,27 @@ func alertRules(t *testing.T, overrides map[string]any) map[string]map[string]an
 		t.Fatal("the chart's PrometheusRule has no alerts")
 	}
 	return rules
+}
+
+// clusterProfiles.installCRD installs deploy/cluster-inventory's
+// ClusterProfile CRD, kept when the release goes; without it the chart
+// installs none, as a cluster manager may own the one the hub has.
+func TestHubChartClusterProfileCRD(t *testing.T) {
+	const name = "clusterprofiles.multicluster.x-k8s.io"
+	for _, u := range renderChart(t, releaseNamespace, map[string]any{"clusterProfiles": map[string]any{"enabled": true}}) {
+		if objectKey(u) == "CustomResourceDefinition "+name {
+			t.Fatalf("the chart installs %s without clusterProfiles.installCRD", name)
+		}
+	}
+	got := find(t, renderChart(t, releaseNamespace, map[string]any{"clusterProfiles": map[string]any{"installCRD": true}}), "CustomResourceDefinition", name)
+	want := find(t, render(t, "cluster-inventory"), "CustomResourceDefinition", name)
+	if got.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("the chart's %s has annotations %v, want helm.sh/resource-policy: keep", name, got.GetAnnotations())
+	}
+	annotations := want.GetAnnotations()
+	annotations["helm.sh/resource-policy"] = "keep"
+	want.SetAnnotations(annotations)
+	if diff := cmp.Diff(plainObject(t, want, true), plainObject(t, got, true)); diff != "" {
+		t.Errorf("the chart's %s differs from deploy/cluster-inventory's (-deploy +chart):\n%s", name, diff)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -111,6 +112,27 @@ func TestMCSAPICRDsAreTheModules(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("deploy/mcs-api/%s differs from sigs.k8s.io/mcs-api's; copy it from the module (go env GOMODCACHE)", file)
 		}
+	}
+}
+
+// deploy/cluster-inventory holds the ClusterProfile CRD of the
+// sigs.k8s.io/cluster-inventory-api in go.mod, byte for byte.
+func TestClusterProfileCRDIsTheModules(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-inventory-api").Output()
+	if err != nil {
+		t.Fatalf("go list -m sigs.k8s.io/cluster-inventory-api: %v", err)
+	}
+	const file = "multicluster.x-k8s.io_clusterprofiles.yaml"
+	want, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("cluster-inventory", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("deploy/cluster-inventory/%s differs from sigs.k8s.io/cluster-inventory-api's; copy it from the module (go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-inventory-api)", file)
 	}
 }
 

@@ -36,6 +36,9 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	inventoryclient "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
@@ -52,6 +55,7 @@ var version = "dev"
 type flags struct {
 	kubeconfig, clustersKubeconfig, namespace, httpAddress string
 	watchNamespaces                                        string
+	profileNamespace, profileProviderFile                  string
 	workers, maxObjects, maxMiB, memberInFlight, shards    int
 	maxExports, maxShards                                  int
 	qps, changeRate                                        float64
@@ -77,7 +81,9 @@ func parseFlags() *flags {
 	logsapi.AddGoFlags(f.logging, fs)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster; in-cluster config when empty")
 	fs.StringVar(&f.clustersKubeconfig, "clusters-kubeconfig", "", "kubeconfig whose contexts are the member clusters, each named after its context")
-	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig skips verifying the member's server (insecure-skip-tls-verify) or reaches it other than by https")
+	fs.BoolVar(&f.allowInsecureMemberTLS, "allow-insecure-member-tls", false, "accept member Secrets whose kubeconfig, and ClusterProfiles whose access provider, skips verifying the member's server (insecure-skip-tls-verify) or reaches it other than by https")
+	fs.StringVar(&f.profileNamespace, "cluster-profile-namespace", "", "namespace of the hub whose ClusterProfiles (Cluster Inventory API) register a member each, named after the profile, beside the member Secrets; needs --cluster-profile-provider-file. Empty: ClusterProfiles are not read")
+	fs.StringVar(&f.profileProviderFile, "cluster-profile-provider-file", "", "the operator's access-provider file (KEP-5339's JSON, as the Cluster Inventory API's pkg/access reads it): the exec plugins that get the credentials of the members of --cluster-profile-namespace")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "mcs-system"), "the controller's namespace on the hub: member Secrets and the leader-election Lease")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose services are synced; empty: all")
 	fs.StringVar(&f.httpAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
@@ -195,7 +201,12 @@ func run(f *flags) error {
 	// Before campaigning: a --clusters-kubeconfig that cannot be used fails
 	// the start, rather than a leader that holds the lead and does nothing.
 	set := shards.NewSet(f.shards)
+	profiles, providers, err := clusterProfiles(f, hubRC)
+	if err != nil {
+		return err
+	}
 	reg, err := members.NewRegistry(members.Options{
+		Profiles: profiles, ProfileNamespace: f.profileNamespace, Access: providers,
 		Selector:   set.Selector,
 		Kubeconfig: f.clustersKubeconfig, Hub: hubKube, Namespace: f.namespace,
 		QPS: float32(f.qps), Burst: f.burst, ProbeEvery: f.probeInterval,
@@ -282,6 +293,33 @@ func hold(ctx context.Context, taken <-chan int, set *shards.Set, reg *members.R
 		c.Resync()
 		klog.InfoS("Syncing the services of a shard", "shard", i, "of", set.N(), "held", set.Held())
 	}
+}
+
+// clusterProfiles are the client of the hub's ClusterProfiles and the
+// operator's access providers, when --cluster-profile-namespace is set; an
+// access-provider file that cannot be used fails the start.
+func clusterProfiles(f *flags, hubRC *rest.Config) (inventoryclient.Interface, *access.Config, error) {
+	switch {
+	case f.profileNamespace == "" && f.profileProviderFile == "":
+		return nil, nil, nil
+	case f.profileNamespace == "":
+		return nil, nil, errors.New("--cluster-profile-provider-file is set, but not --cluster-profile-namespace: set both to register members from ClusterProfiles")
+	case f.profileProviderFile == "":
+		return nil, nil, fmt.Errorf("--cluster-profile-namespace %s: needs --cluster-profile-provider-file, the access providers that reach its ClusterProfiles' clusters", f.profileNamespace)
+	}
+	providers, err := members.LoadAccessProviders(f.profileProviderFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cluster-profile-provider-file: %w", err)
+	}
+	// The Events on a refused ClusterProfile refer to it by its kind.
+	if err := inventory.AddToScheme(scheme.Scheme); err != nil {
+		return nil, nil, err
+	}
+	client, err := inventoryclient.NewForConfig(hubRC)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub: %w", err)
+	}
+	return client, providers, nil
 }
 
 // shardZeroRecorder records Events only on the replica that has taken

@@ -98,18 +98,54 @@ func TestBadShardFlagsFailAtStart(t *testing.T) {
 		{[]string{"--renew-credentials-before", "720h"}, "--renew-credentials-before 720h0m0s, --credential-duration 720h0m0s: want a renewal point of 0 (never) or more, before a longer duration"},
 		{[]string{"--renew-credentials-before", "-1h"}, "--renew-credentials-before -1h0m0s"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, os.Args[0], append(tt.args, "--kubeconfig", kubeconfigFile(t, "hub", "hub", "https://127.0.0.1:1"), "--http-address", "127.0.0.1:0")...)
-		cmd.Env = append(os.Environ(), runMain+"=1")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			t.Errorf("%v: ended with %v, want exit code 1; output:\n%s", tt.args, err, out)
-			continue
-		}
-		if !strings.Contains(string(out), tt.want) {
-			t.Errorf("%v: output lacks %q:\n%s", tt.args, tt.want, out)
-		}
+		failsAtStart(t, "https://127.0.0.1:1", tt.args, tt.want)
+	}
+}
+
+// failsAtStart runs mcs-controller with args and a hub at hubURL, and
+// fails the test unless it exits 1 saying want.
+func failsAtStart(t *testing.T, hubURL string, args []string, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append(args, "--kubeconfig", kubeconfigFile(t, "hub", "hub", hubURL), "--http-address", "127.0.0.1:0")...)
+	cmd.Env = append(os.Environ(), runMain+"=1")
+	out, err := cmd.CombinedOutput()
+	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("%v: ended with %v, want exit code 1; output:\n%s", args, err, out)
+		return
+	}
+	if !strings.Contains(string(out), want) {
+		t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+	}
+}
+
+// ClusterProfile flags that cannot work, an access-provider file that
+// cannot be used among them, fail the start with the flag, the file and
+// what is wrong in it named, before the hub is contacted.
+func TestBadClusterProfileFlagsFailAtStart(t *testing.T) {
+	var requests atomic.Int32
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.Error(w, "the hub was contacted", http.StatusInternalServerError)
+	}))
+	defer hub.Close()
+	noCommand := filepath.Join(t.TempDir(), "providers.json")
+	if err := os.WriteFile(noCommand, []byte(`{"providers": [{"name": "secretreader", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-profile-namespace", "fleet"}, "--cluster-profile-namespace fleet: needs --cluster-profile-provider-file"},
+		{[]string{"--cluster-profile-provider-file", noCommand}, "--cluster-profile-provider-file is set, but not --cluster-profile-namespace"},
+		{[]string{"--cluster-profile-namespace", "fleet", "--cluster-profile-provider-file", noCommand}, "--cluster-profile-provider-file: access-provider file " + noCommand + `: providers[0] (\"secretreader\"): execConfig.command is empty`},
+	} {
+		failsAtStart(t, hub.URL, tt.args, tt.want)
+	}
+	if n := requests.Load(); n > 0 {
+		t.Errorf("the hub got %d requests, want none", n)
 	}
 }
 

@@ -64,6 +64,11 @@ type Member struct {
 	// secret is the namespace/name of the Secret that registered it, at
 	// resourceVersion secretRV; "" for a context, which no Secret replaces.
 	secret, secretRV string
+	// profile is the source of the ClusterProfile that registered it
+	// (profiles.go), "" for any other; profilePrint fingerprints what
+	// that registration was made of.
+	profile      string
+	profilePrint [sha256.Size]byte
 	// candidate: a Secret's new configuration on trial (candidate.go),
 	// which reports no metrics of the member's.
 	candidate bool

@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -17,6 +18,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	inventoryclient "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	inventoryinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
+	inventorylisters "sigs.k8s.io/cluster-inventory-api/client/listers/apis/v1alpha1"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 )
 
 // Options say how members are registered and reached.
@@ -68,6 +73,12 @@ type Options struct {
 	// register members over fake clientsets. Like contexts, no Secret
 	// takes their names.
 	Members []*Member
+	// Profiles and ProfileNamespace, when set with Hub, register a member
+	// per ClusterProfile in ProfileNamespace (profiles.go), reached through
+	// the operator's access providers, Access (access.go).
+	Profiles         inventoryclient.Interface
+	ProfileNamespace string
+	Access           *access.Config
 	// Connect, when set, makes the clients of a member a Secret registers,
 	// from its checked config: unit tests connect fake clientsets.
 	Connect func(name, source string, rc *rest.Config) (*Member, error)
@@ -85,8 +96,12 @@ type Registry struct {
 	factory informers.SharedInformerFactory
 	secrets cache.SharedIndexInformer
 	lister  corelisters.SecretLister
-	listed  atomic.Bool // every Secret of the first list was decided on
-	// decide serializes what registers members from Secrets: their events,
+	// profiles, when watched, are the ClusterProfiles (profiles.go).
+	profileFactory inventoryinformers.SharedInformerFactory
+	profiles       cache.SharedIndexInformer
+	profileLister  inventorylisters.ClusterProfileLister
+	listed         atomic.Bool // every Secret and profile of the first lists was decided on
+	// decide serializes what registers members from Secrets and profiles: their events,
 	// Retired, and the pass after the first list.
 	decide  sync.Mutex
 	refused map[string]refusalState // by Secret namespace/name, under decide
@@ -109,6 +124,12 @@ func NewRegistry(opts Options) (*Registry, error) {
 	}
 	if opts.Hub != nil {
 		r.newSecretInformer()
+	}
+	if opts.Profiles != nil {
+		if opts.Hub == nil || opts.ProfileNamespace == "" || opts.Access == nil {
+			return nil, errors.New("members from ClusterProfiles need the hub, their namespace and the access providers")
+		}
+		r.newProfileInformer()
 	}
 	if opts.Kubeconfig == "" {
 		return r, nil
@@ -173,7 +194,7 @@ func (r *Registry) List() []*Member {
 // each (see Member.Settled), and names the first member that is not settled.
 func (r *Registry) Settled() (bool, string) {
 	if !r.Synced() {
-		return false, "the member Secrets have not been listed"
+		return false, "the member Secrets (and ClusterProfiles) have not been listed"
 	}
 	for _, m := range r.List() {
 		if !m.Settled() {
@@ -197,8 +218,9 @@ func (r *Registry) Selected(sel string) bool {
 	return true
 }
 
-// Synced reports whether the registry knows its members: the Secret watch,
-// if any, has listed, and every Secret listed was registered or refused.
+// Synced reports whether the registry knows its members: the Secret and
+// profile watches, if any, have listed, and every Secret and profile listed
+// was registered or refused.
 func (r *Registry) Synced() bool {
 	return r.secrets == nil || r.listed.Load()
 }

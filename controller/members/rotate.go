@@ -85,7 +85,7 @@ func (r *Registry) rotate(s *corev1.Secret, m *Member) bool {
 	}
 	cur.token.set(token)
 	cur.secretRV, cur.credential = s.ResourceVersion, m.credential
-	r.unrefuse(s)
+	r.unreport(sourceOf(s))
 	r.registered(cur)
 	return true
 }

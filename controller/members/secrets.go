@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -40,17 +41,32 @@ func (r *Registry) newSecretInformer() {
 	_, _ = r.secrets.AddEventHandler(handler.Typed(r.secretChanged))
 }
 
+// watchSecrets starts the watch of member Secrets and, if any, of
+// ClusterProfiles (profiles.go), and decides on every name they hold once
+// both have listed.
 func (r *Registry) watchSecrets(ctx context.Context) {
 	r.factory.Start(ctx.Done())
+	if r.profiles != nil {
+		r.profileFactory.Start(ctx.Done())
+	}
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), r.secrets.HasSynced) {
+		if cache.WaitForCacheSync(ctx.Done(), r.informersSynced) {
 			r.reconcileAll()
 		}
 	}()
 	go func() {
 		<-ctx.Done()
 		r.factory.Shutdown()
+		if r.profiles != nil {
+			r.profileFactory.Shutdown()
+		}
 	}()
+}
+
+// informersSynced reports whether the Secrets and profiles, if watched,
+// have listed: who holds a name depends on both.
+func (r *Registry) informersSynced() bool {
+	return r.secrets.HasSynced() && (r.profiles == nil || r.profiles.HasSynced())
 }
 
 // secretChanged decides again on the names a Secret had and has. Until the
@@ -63,9 +79,9 @@ func (r *Registry) secretChanged(old, cur *corev1.Secret) {
 	r.decide.Lock()
 	defer r.decide.Unlock()
 	if cur == nil {
-		r.unrefuse(old)
+		r.unreport(sourceOf(old))
 	}
-	if !r.secrets.HasSynced() {
+	if !r.informersSynced() {
 		return
 	}
 	for _, name := range clusterNames(old, cur) {
@@ -80,8 +96,11 @@ func (r *Registry) reconcileAll() {
 	for _, s := range r.listSecrets() {
 		names[s.Labels[api.LabelCluster]] = true
 	}
+	for _, name := range r.profileNames() {
+		names[name] = true
+	}
 	for _, m := range r.List() {
-		names[m.Name] = names[m.Name] || m.secret != ""
+		names[m.Name] = names[m.Name] || m.secret != "" || m.profile != ""
 	}
 	for name, ok := range names {
 		if ok {
@@ -91,10 +110,19 @@ func (r *Registry) reconcileAll() {
 	r.listed.Store(true)
 }
 
-// reconcile makes the registration of cluster name follow the Secrets that
-// name it (see the top of this file). The caller holds decide.
+// reconcile makes the registration of cluster name follow the Secrets and
+// the ClusterProfile that name it (see the top of this file and of
+// profiles.go). The caller holds decide.
 func (r *Registry) reconcile(name string) {
 	secrets := r.naming(name)
+	profile := r.profileNamed(name)
+	if profile != nil && r.profileHolds(profile, secrets) {
+		r.reconcileProfile(profile, secrets)
+		return
+	}
+	if cur := r.get(name); cur != nil && cur.profile != "" && !cur.Retiring() {
+		r.remove(name, cur.Source) // its ClusterProfile went
+	}
 	if c := r.candidates[name]; c != nil && !slices.ContainsFunc(secrets, c.of) {
 		r.dropCandidate(name) // its Secret changed again, or went
 	}
@@ -106,6 +134,9 @@ func (r *Registry) reconcile(name string) {
 		if len(secrets) > 0 {
 			klog.InfoS("Member Secret waits until the member it names is cleaned", "cluster", name, "secret", key(secrets[0]))
 		}
+		if profile != nil {
+			klog.InfoS("ClusterProfile waits until the member it names is cleaned", "cluster", name, "profile", profileSource(profile))
+		}
 		return
 	}
 	winner := holder(cur, secrets)
@@ -116,6 +147,10 @@ func (r *Registry) reconcile(name string) {
 		if s != winner {
 			r.refuse(s, refuse(reasonDuplicate, "%s: cluster %s is registered already, by %s: %s", sourceOf(s), name, heldBy(cur, winner), duplicateFix(cur)))
 		}
+	}
+	if profile != nil {
+		r.report(profile, profileSource(profile), profile.ResourceVersion, name,
+			refuse(reasonDuplicate, "%s: cluster %s is registered already, by %s: %s", profileSource(profile), name, heldBy(cur, winner), duplicateFix(cur)))
 	}
 }
 
@@ -144,10 +179,10 @@ func heldBy(cur *Member, winner *corev1.Secret) string {
 }
 
 func duplicateFix(cur *Member) string {
-	if cur != nil && cur.secret == "" {
-		return "a context always wins over a Secret; delete this Secret, or relabel it with another cluster name"
+	if cur != nil && cur.secret == "" && cur.profile == "" {
+		return "a context always wins over a Secret or a ClusterProfile; delete this one, or name another cluster"
 	}
-	return "the Secret in use (else the oldest) wins, and this one is not used; delete whichever of the two is wrong (this one takes over once the other goes)"
+	return "the Secret or ClusterProfile in use (else the oldest) wins, and this one is not used; delete whichever of the two is wrong (this one takes over once the other goes)"
 }
 
 // register makes the member a Secret registers; one that cannot be used
@@ -191,7 +226,7 @@ func (r *Registry) install(s *corev1.Secret, m *Member, err error) {
 		r.refuse(s, err)
 		m = brokenMember(name, source, err)
 	} else {
-		r.unrefuse(s)
+		r.unreport(sourceOf(s))
 	}
 	m.secret, m.secretRV = key(s), s.ResourceVersion
 	r.put(r.bounded(m))
@@ -222,37 +257,49 @@ func (r *Registry) listSecrets() []*corev1.Secret {
 	return out
 }
 
-// refusalState is what was last reported of a refused Secret, so that a
-// refusal is logged and recorded once per change of the Secret.
+// refusalState is what was last reported of a refused Secret or profile,
+// so that a refusal is logged and recorded once per change of it.
 type refusalState struct{ rv, reason, msg string }
 
-// refuse reports that Secret s registers no usable member: logged, a
-// Warning Event on s, and counted in mcs_member_registrations_refused.
+// refuse reports that Secret s registers no usable member.
 func (r *Registry) refuse(s *corev1.Secret, err error) {
+	r.report(s, sourceOf(s), s.ResourceVersion, s.Labels[api.LabelCluster], err)
+}
+
+// report reports that obj (a Secret or a ClusterProfile, source at
+// resourceVersion rv) registers no usable member of cluster: logged, a
+// Warning Event on obj, and counted in mcs_member_registrations_refused.
+func (r *Registry) report(obj runtime.Object, source, rv, cluster string, err error) {
 	reason := reasonInvalid
 	if rf := (*refusal)(nil); errors.As(err, &rf) {
 		reason = rf.reason
 	}
-	now := refusalState{rv: s.ResourceVersion, reason: reason, msg: err.Error()}
-	was, ok := r.refused[key(s)]
+	now := refusalState{rv: rv, reason: reason, msg: err.Error()}
+	was, ok := r.refused[source]
 	if ok && was == now {
 		return
 	}
 	if ok {
 		refusedGauge.WithLabelValues(was.reason).Dec()
 	}
-	r.refused[key(s)] = now
+	r.refused[source] = now
 	refusedGauge.WithLabelValues(reason).Inc()
-	klog.ErrorS(err, "Member Secret refused", "cluster", s.Labels[api.LabelCluster], "secret", key(s), "reason", reason)
+	kind, ref, _ := strings.Cut(source, " ")
+	klog.ErrorS(err, refusedLog[kind], "cluster", cluster, kind, ref, "reason", reason)
 	if r.opts.Recorder != nil {
-		r.opts.Recorder.Event(s, corev1.EventTypeWarning, EventRefused, err.Error())
+		r.opts.Recorder.Event(obj, corev1.EventTypeWarning, EventRefused, err.Error())
 	}
 }
 
-func (r *Registry) unrefuse(s *corev1.Secret) {
-	if was, ok := r.refused[key(s)]; ok {
+// refusedLog is the log message of a refusal, by the kind of source.
+var refusedLog = map[string]string{"secret": "Member Secret refused", "clusterprofile": "Member ClusterProfile refused"}
+
+// unreport forgets the refusal of source, which now registers its member
+// or is gone.
+func (r *Registry) unreport(source string) {
+	if was, ok := r.refused[source]; ok {
 		refusedGauge.WithLabelValues(was.reason).Dec()
-		delete(r.refused, key(s))
+		delete(r.refused, source)
 	}
 }
 

@@ -33,9 +33,11 @@ const (
 	reasonLocalFile = "local-file" // a path: would read the controller's files
 	reasonInsecure  = "insecure"   // the member's server would not be verified
 	reasonProxy     = "proxy"      // the member's traffic would go through a proxy the Secret names
+	reasonProperty  = "property"   // a ClusterProfile's cluster.clusterset.k8s.io is not its name
+	reasonUnhealthy = "unhealthy"  // a ClusterProfile says ControlPlaneHealthy=False
 )
 
-var reasons = []string{reasonName, reasonDuplicate, reasonInvalid, reasonPlugin, reasonLocalFile, reasonInsecure, reasonProxy}
+var reasons = []string{reasonName, reasonDuplicate, reasonInvalid, reasonPlugin, reasonLocalFile, reasonInsecure, reasonProxy, reasonProperty, reasonUnhealthy}
 
 // refusal is an error that says which reason it counts under.
 type refusal struct {
