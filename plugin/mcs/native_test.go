@@ -59,11 +59,13 @@ func (s scenario) objects() []runtime.Object {
 		}
 		objs = append(objs, serviceObj("demo", "serve", local, httpPort))
 	}
+	// The pods listen on the service's port, where pod addresses are
+	// right (TestPodAddressesOnlyOnTheServicePorts has the other case).
 	if s.local != nil {
-		objs = append(objs, localSlice("demo", "serve", "serve-abc", []portSpec{{"http", "TCP", 8080}}, s.local...))
+		objs = append(objs, localSlice("demo", "serve", "serve-abc", []portSpec{httpPort}, s.local...))
 	}
 	if s.remote != nil {
-		objs = append(objs, importedSlice("demo", "serve", "member2", "serve-xyz", []portSpec{{"http", "TCP", 8080}}, s.remote...))
+		objs = append(objs, importedSlice("demo", "serve", "member2", "serve-xyz", []portSpec{httpPort}, s.remote...))
 	}
 	return objs
 }
@@ -546,5 +548,61 @@ func TestNativeProtoExists(t *testing.T) {
 	}
 	if resp := f.query("_http._tcp.serve.demo.svc.cluster.local.", dns.TypeSRV); len(resp.Answer) != 1 {
 		t.Errorf("the SRV name below: want one record, got\n%s", resp)
+	}
+}
+
+// A pod address answers a ClusterIP service's name only where its pods
+// listen on the service's ports: a client connects to the address on the
+// service's port, and only kube-proxy's VIP translates port to targetPort.
+// Where a ready endpoint's port is another number, `answer endpoints`
+// answers the VIP column instead, and `answer vip` while the import has no
+// IPs yet leaves the name to the next plugin. A pod's own name still
+// answers its address.
+func TestPodAddressesOnlyOnTheServicePorts(t *testing.T) {
+	const webName = "web.demo.svc.cluster.local."
+	target := portSpec{"http", "TCP", 8080}
+	world := func(ips []string, slicePort portSpec) []runtime.Object {
+		return []runtime.Object{
+			namespaceObj("demo"),
+			serviceObj("demo", "web", []string{vipLocal}, httpPort),
+			importObj("demo", "web", ips, []portSpec{httpPort}, withStrategy("RemoteAndLocal")),
+			localSlice("demo", "web", "local", []portSpec{slicePort}, ep{ip: "10.1.0.5", hostname: "web-0"}),
+			importedSlice("demo", "web", "member2", "a", []portSpec{slicePort}, ep{ip: "10.2.0.5"}),
+		}
+	}
+	endpoints := baseConfig()
+	endpoints.answer = answerEndpoints
+	a := func(name, ip string) dns.RR { return test.A(name + " 5 IN A " + ip) }
+	for _, c := range []struct {
+		name string
+		cfg  *config
+		objs []runtime.Object
+		want []dns.RR // nil: passed on
+	}{
+		{"answer endpoints, pods on the service's port: pod addresses", endpoints, world([]string{vipSet}, httpPort),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
+		{"answer endpoints, pods on another port: the VIP", endpoints, world([]string{vipSet}, target),
+			[]dns.RR{a(webName, vipSet)}},
+		{"answer vip, no clusterset VIP yet, pods on the service's port: pod addresses", baseConfig(), world(nil, httpPort),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
+		{"answer vip, no clusterset VIP yet, pods on another port: the next plugin", baseConfig(), world(nil, target), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.cfg, c.objs...)
+			resp := f.query(webName, dns.TypeA)
+			if c.want == nil {
+				if !passedOn(resp) {
+					t.Errorf("want passed on, got\n%s", resp)
+				}
+				return
+			}
+			if err := test.SortAndCheck(resp, test.Case{Qname: webName, Qtype: dns.TypeA, Authoritative: true, Answer: c.want}); err != nil {
+				t.Errorf("%v\n%s", err, resp)
+			}
+			pod := "web-0." + webName
+			if err := test.SortAndCheck(f.query(pod, dns.TypeA), test.Case{Qname: pod, Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{a(pod, "10.1.0.5")}}); err != nil {
+				t.Errorf("the pod's own name: %v", err)
+			}
+		})
 	}
 }
