@@ -45,6 +45,7 @@ type kubePeer struct {
 	exposes   func(namespace string) bool                          // its rule for the names of a namespace
 	ptrHides  bool                                                 // it applies exposes to PTR names too (its namespaces option)
 	endpoints bool                                                 // it reads EndpointSlices (no noendpoints option)
+	zonal     bool                                                 // it answers zonal names (its zonal option)
 	reverse   func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
 }
 
@@ -63,7 +64,8 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		}
 		if len(zones) > 0 {
 			return kubePeer{ttl: k.MinTTL(request.Request{}), zone: zones[0], zones: zones, api: k.APIConn,
-				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
+				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: option(k, "initEndpointsCache"), zonal: option(k, "zonal"),
+				reverse: reverseOf(k)}
 		}
 	}
 	return kubePeer{}
@@ -82,18 +84,19 @@ func exposedBy(k *kubernetes.Kubernetes, zone string) func(string) bool {
 	}
 }
 
-// readsEndpoints reports whether k reads EndpointSlices at all, which its
-// noendpoints option turns off: then it has no name of any endpoint, nor
-// of a headless Service, and neither does mcs for it. The plugin keeps its
-// options unexported, so the field is read by name; should a CoreDNS
-// release rename it, this says no, and mcs answers no derived name, which
-// TestDerivedNamesAsKubernetes reports.
-func readsEndpoints(k *kubernetes.Kubernetes) bool {
+// option reads a boolean option of k: initEndpointsCache, whether it reads
+// EndpointSlices at all, which its noendpoints option turns off (then it
+// has no name of any endpoint, nor of a headless Service, and neither does
+// mcs for it), and zonal, whether it answers zonal names. The plugin keeps
+// its options unexported, so the field is read by name; should a CoreDNS
+// release rename one, this says no, and mcs answers no derived name (no
+// zonal name), which TestDerivedNamesAsKubernetes reports.
+func option(k *kubernetes.Kubernetes, field string) bool {
 	opts := reflect.ValueOf(k).Elem().FieldByName("opts")
 	if opts.Kind() != reflect.Struct {
 		return false
 	}
-	f := opts.FieldByName("initEndpointsCache")
+	f := opts.FieldByName(field)
 	return f.Kind() == reflect.Bool && f.Bool()
 }
 
@@ -183,7 +186,7 @@ func (m *MCS) derivedView(q *query) *view {
 // other name there is its alone.
 func (m *MCS) serveDerivedOnly(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if !q.name.ofService() || !m.watcher.ready.Load() {
+	if !m.ofService(q) || !m.watcher.ready.Load() {
 		return w, 0, nil
 	}
 	if d := m.derivedView(q); d != nil {
@@ -217,7 +220,11 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	case dns.TypeSRV:
 		set.srv = newSRVSet(q, m.kube.ttl)
 	}
-	set.collect(v.imported())
+	ss := v.imported()
+	if q.name.shape == shapeZonal {
+		ss = zonal(ss, q.name)
+	}
+	set.collect(ss)
 	if set.matched == 0 {
 		return w, 0, nil
 	}

@@ -14,7 +14,7 @@ import (
 // be an import's is changed: a broken mcs must not break ordinary names.
 func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if !q.name.ofService() {
+	if !m.ofService(q) {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
@@ -39,6 +39,12 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	if q.name.shape == shapeProto && !c.hasProtocol(q.name.proto) {
 		return w, 0, nil
 	}
+	if q.name.shape == shapeZonal {
+		if !v.headless() { // the kubernetes plugin's NXDOMAIN: a VIP has no zone
+			return w, 0, nil
+		}
+		c.slices = zonal(c.slices, q.name)
+	}
 	resp, ok := m.nativeAnswer(q, v, c, host)
 	if !ok {
 		return w, 0, nil
@@ -48,6 +54,13 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		localFallbacks.Inc()
 	}
 	return m.write(q, resp)
+}
+
+// ofService reports whether q is a service's name or one below it, its
+// zonal names only where the kubernetes plugin has them (its zonal
+// option): elsewhere they are its NXDOMAIN, as too long a name.
+func (m *MCS) ofService(q *query) bool {
+	return q.name.ofService() && (q.name.shape != shapeZonal || m.kube.zonal)
 }
 
 // unsynced is the writer the next plugin answers q through before mcs has

@@ -13,6 +13,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -604,5 +606,70 @@ func TestPodAddressesOnlyOnTheServicePorts(t *testing.T) {
 				t.Errorf("the pod's own name: %v", err)
 			}
 		})
+	}
+}
+
+// With the kubernetes plugin's zonal option, a headless service's zonal
+// names (<zone>.pin|prefer._zone.<svc>…) answer the endpoints its name
+// answers that are in that zone, as the kubernetes plugin answers its
+// own: prefer falls back to every one of them, pin is NODATA. Its
+// ClusterIP services' are its NXDOMAIN, and without the option every such
+// name is, so they go on.
+func TestNativeZonalNames(t *testing.T) {
+	web := serviceObj("demo", "web", nil, httpPort)
+	clusterIP := serviceObj("demo", "serve", []string{vipLocal}, httpPort)
+	local := localSlice("demo", "web", "local", []portSpec{httpPort}, ep{ip: "10.1.0.5", hostname: "web-0", zone: "zone-a"}, ep{ip: "10.1.0.6", zone: "zone-b"})
+	serveLocal := localSlice("demo", "serve", "serve-local", []portSpec{httpPort}, ep{ip: "10.1.1.5", zone: "zone-a"})
+	objs := []runtime.Object{
+		namespaceObj("demo"), web, clusterIP, local, serveLocal,
+		importObj("demo", "web", nil, []portSpec{httpPort}, withStrategy("RemoteAndLocal"), headlessImport),
+		importObj("demo", "serve", []string{vipSet}, []portSpec{httpPort}, withStrategy("RemoteAndLocal")),
+		importedSlice("demo", "web", "member2", "a", []portSpec{httpPort}, ep{ip: "10.2.0.5", zone: "zone-a"}, ep{ip: "10.2.0.6", zone: "zone-c"}),
+	}
+	kubeWorld := &kubeAPI{svcs: []corev1.Service{*web, *clusterIP}, slices: []discoveryv1.EndpointSlice{*local, *serveLocal}, nss: []corev1.Namespace{*namespaceObj("demo")}}
+	kubeconfig := kubeWorld.serve(t)
+	k := kubePlugin(t, kubeconfig, "zonal\n"+memberLabels)
+	f := newFixtureBeside(t, baseConfig(), k, objs...)
+	a := func(name string, ips ...string) []dns.RR {
+		var rrs []dns.RR
+		for _, ip := range ips {
+			rrs = append(rrs, test.A(name+" 5 IN A "+ip))
+		}
+		return rrs
+	}
+	const (
+		pinA    = "zone-a.pin._zone.web.demo.svc.cluster.local."
+		pinC    = "zone-c.pin._zone.web.demo.svc.cluster.local."
+		pinD    = "zone-d.pin._zone.web.demo.svc.cluster.local."
+		preferD = "zone-d.prefer._zone.web.demo.svc.cluster.local."
+		srvA    = "zone-a.prefer._zone.web.demo.svc.cluster.local."
+	)
+	soa := test.SOA("cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5")
+	f.check([]test.Case{
+		{Qname: pinA, Qtype: dns.TypeA, Authoritative: true, Answer: a(pinA, "10.1.0.5", "10.2.0.5")},
+		{Qname: pinC, Qtype: dns.TypeA, Authoritative: true, Answer: a(pinC, "10.2.0.6")}, // another cluster's zone
+		{Qname: pinD, Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{soa}},
+		{Qname: preferD, Qtype: dns.TypeA, Authoritative: true, Answer: a(preferD, "10.1.0.5", "10.1.0.6", "10.2.0.5", "10.2.0.6")},
+		{Qname: pinA, Qtype: dns.TypeTXT, Authoritative: true, Ns: []dns.RR{soa}},
+		{Qname: srvA, Qtype: dns.TypeSRV, Authoritative: true, Answer: []dns.RR{
+			test.SRV(srvA + " 5 IN SRV 0 50 80 10-2-0-5.web.demo.svc.cluster.local."),
+			test.SRV(srvA + " 5 IN SRV 0 50 80 web-0.web.demo.svc.cluster.local."),
+		}, Extra: []dns.RR{
+			test.A("10-2-0-5.web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
+			test.A("web-0.web.demo.svc.cluster.local. 5 IN A 10.1.0.5"),
+		}},
+	})
+	// A ClusterIP service's zonal name, and a name only shaped so, are the
+	// kubernetes plugin's: NXDOMAIN.
+	for _, name := range []string{"zone-a.pin._zone.serve.demo.svc.cluster.local.", "zone-a.near._zone.web.demo.svc.cluster.local."} {
+		if got, want := normalized(f.query(name, dns.TypeA)), normalized(serve(t, k, name, dns.TypeA)); got != want || !strings.HasPrefix(got, "NXDOMAIN") {
+			t.Errorf("%s: mcs answers\n%s\nthe kubernetes plugin alone\n%s", name, got, want)
+		}
+	}
+	// Without the zonal option no zonal name exists.
+	plain := kubePlugin(t, kubeconfig, memberLabels)
+	g := newFixtureBeside(t, baseConfig(), plain, objs...)
+	if got := g.query(pinA, dns.TypeA); got.Rcode != dns.RcodeNameError {
+		t.Errorf("%s without the zonal option: want NXDOMAIN, got\n%s", pinA, got)
 	}
 }
