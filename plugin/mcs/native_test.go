@@ -588,6 +588,10 @@ func TestPodAddressesOnlyOnTheServicePorts(t *testing.T) {
 		{"answer vip, no clusterset VIP yet, pods on the service's port: pod addresses", baseConfig(), world(nil, httpPort),
 			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
 		{"answer vip, no clusterset VIP yet, pods on another port: the next plugin", baseConfig(), world(nil, target), nil},
+		// Only ready endpoints are answered, so only their ports count.
+		{"answer endpoints, only unready pods on another port: pod addresses", endpoints,
+			append(world([]string{vipSet}, httpPort), importedSlice("demo", "web", "member3", "b", []portSpec{target}, ep{ip: "10.3.0.5", notReady: true})),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.cfg, c.objs...)
