@@ -160,13 +160,18 @@ func (k kubePeer) showsPTR(namespace string) bool {
 // mayImport reports whether namespace/name may be an imported service, or
 // its derived-<svc> Service, as far as the kubernetes plugin knows before
 // mcs does: it holds the derived-<svc> Service the controller writes for
-// every import (or, for a derived name, that Service). Without a
-// kubernetes plugin anything may be.
-func (k kubePeer) mayImport(namespace, name string) bool {
+// every import (or, for a derived name, that Service), a headless one
+// where headless is asked (an import's zonal names: the derived Service is
+// headless exactly when the import is). Without a kubernetes plugin
+// anything may be.
+func (k kubePeer) mayImport(namespace, name string, headless bool) bool {
 	if k.api == nil {
 		return true
 	}
-	held := func(svc string) bool { return len(k.api.SvcIndex(object.ServiceKey(svc, namespace))) > 0 }
+	held := func(svc string) bool {
+		svcs := k.api.SvcIndex(object.ServiceKey(svc, namespace))
+		return len(svcs) > 0 && (!headless || svcs[0].Headless())
+	}
 	return held(api.DerivedPrefix+name) || strings.HasPrefix(name, api.DerivedPrefix) && held(name)
 }
 

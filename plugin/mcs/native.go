@@ -68,13 +68,13 @@ func (m *MCS) ofService(q *query) bool {
 // a name that may be an import's: one that can name an object at all, of
 // a service whose derived-<svc> Service the kubernetes plugin holds (the
 // controller writes one for every import; without a kubernetes plugin, any
-// service). Every other name keeps the next plugin's answer: musl stops a
+// service), a headless one for a zonal name. Every other name keeps the next plugin's answer: musl stops a
 // search path at a SERVFAIL, and the expansions of external names
 // (example.com.<ns>.svc.<zone>, www.example.com.svc.<zone>) are shaped
 // like service names.
 func (m *MCS) unsynced(q *query) dns.ResponseWriter {
 	w := q.state.W
-	if !q.name.possible() || !m.kube.mayImport(q.name.namespace, q.name.service) {
+	if !q.name.possible() || !m.kube.mayImport(q.name.namespace, q.name.service, q.name.shape == shapeZonal) {
 		return w
 	}
 	return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}
