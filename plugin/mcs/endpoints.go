@@ -21,7 +21,6 @@ import (
 type endpoint struct {
 	ip   net.IP // 4 bytes for IPv4, so A records pack without conversion; the slice's memory
 	host string // its hostname; "" when that is its address dashed
-	zone string // its topology zone, where the slice keeps zones (keepZones); else ""
 }
 
 // count is the number of ready endpoints.
@@ -43,9 +42,6 @@ func (s *endpointSlice) endpoint(i int) endpoint {
 	}
 	if s.hosts != nil {
 		e.host = (*s.hosts)[i]
-	}
-	if s.zones != nil {
-		e.zone = (*s.zones)[i]
 	}
 	return e
 }
