@@ -298,7 +298,7 @@ func TestOddSlices(t *testing.T) {
 	run(t, ns)
 	svc := labtest.Service(ns, "odd", false)
 	svc.Spec.Selector = nil // its slices are the test's
-	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}
+	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(labtest.PodPort)), Protocol: ptr.To(corev1.ProtocolTCP)}}
 	odd := []*discoveryv1.EndpointSlice{
 		sourceSlice(ns, "odd", "empty", discoveryv1.AddressTypeIPv4, port),
 		sourceSlice(ns, "odd", "v6", discoveryv1.AddressTypeIPv6, port, "fd00:10::1", "fd00:10::2"),
@@ -373,7 +373,7 @@ func TestUsersSliceInTheWay(t *testing.T) {
 	run(t, ns)
 	svc := labtest.Service(ns, "foo", false)
 	svc.Spec.Selector = nil
-	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}
+	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(labtest.PodPort)), Protocol: ptr.To(corev1.ProtocolTCP)}}
 	l.Apply(t, m1, svc,
 		sourceSlice(ns, "foo", "a", discoveryv1.AddressTypeIPv4, port, "10.10.210.1"),
 		sourceSlice(ns, "foo", "b", discoveryv1.AddressTypeIPv4, port, "10.10.210.2"))

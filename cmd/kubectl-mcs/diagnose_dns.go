@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -67,7 +68,7 @@ func expectNative(m *memberState, now time.Time) expectation {
 	policy := decide.PolicyOf(m.imp.Annotations)
 	r := decide.Rules{
 		LocalFirst: strategy == string(api.LocalFirst), AnswerVIP: o == nil || o[1] == "vip", Headless: m.imp.Spec.Type == mcsv1b1.Headless,
-		LocalVIP: anyIP(localVIPs), SetVIP: anyIP(m.imp.Spec.IPs), MinReady: policy.MinReady,
+		LocalVIP: anyIP(localVIPs), SetVIP: anyIP(m.imp.Spec.IPs), MinReady: policy.MinReady, Remapped: remapped(m),
 	}
 	local, fresh, stale := endpointSets(m, now)
 	e := decide.Endpoints{Local: len(local), Fresh: len(fresh) > 0, Stale: len(stale) > 0}
@@ -97,6 +98,51 @@ func expectNative(m *memberState, now time.Time) expectation {
 		chosen = decide.Preferred(chosen, policy.Order, func(e endpointAt) string { return e.cluster })
 	}
 	return expectation{addrs: addresses(chosen), why: why}
+}
+
+// remapped is the plugin's decide.Rules.Remapped for m: a slice with a
+// ready endpoint maps a port of the service to another number, its own
+// slices against its Service's ports (the import's without one), the
+// imported ones against the import's.
+func remapped(m *memberState) bool {
+	if m.imp.Spec.Type == mcsv1b1.Headless {
+		return false
+	}
+	var imported []decide.Port
+	for _, p := range m.imp.Spec.Ports {
+		imported = append(imported, decide.Port{Name: p.Name, Protocol: string(p.Protocol), Number: p.Port})
+	}
+	local := imported
+	if m.service != nil {
+		local = nil
+		for _, p := range m.service.Spec.Ports {
+			local = append(local, decide.Port{Name: p.Name, Protocol: string(p.Protocol), Number: p.Port})
+		}
+	}
+	return slicesRemapped(m.own, local) || slicesRemapped(m.imported, imported)
+}
+
+// slicesRemapped reports whether one of ss with a ready endpoint has a
+// port that service has under another number.
+func slicesRemapped(ss []discoveryv1.EndpointSlice, service []decide.Port) bool {
+	for _, s := range ss {
+		if len(readyEndpoints([]discoveryv1.EndpointSlice{s})) == 0 {
+			continue
+		}
+		for _, p := range s.Ports {
+			if p.Port == nil {
+				continue
+			}
+			e := decide.Port{Name: ptr.Deref(p.Name, ""), Number: *p.Port}
+			if p.Protocol != nil {
+				e.Protocol = string(*p.Protocol)
+			}
+			if decide.Remapped(service, e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // setNames say what each set of the table is.

@@ -623,6 +623,18 @@ func TestExpectNative(t *testing.T) {
 			endpointsMode(s)
 			s.import2.Annotations[api.AnnotationFailoverOrder] = "member9,member1"
 		}, "10.10.0.5 10.10.0.6"},
+		// The pods listen on 8080, the service's port is 80: no pod address answers it.
+		{"RemoteAndLocal endpoints, pods on another port: the VIP", func(s *scene) {
+			endpointsMode(s)
+			remappedPorts(s)
+		}, "10.13.0.50"},
+		{"RemoteAndLocal vip, no clusterset VIP yet, pods on another port: the kubernetes plugin", func(s *scene) {
+			s.import2.Spec.IPs = nil
+			remappedPorts(s)
+		}, "skip"},
+		{"RemoteAndLocal vip, no clusterset VIP yet, pods on the service's port: the pods", func(s *scene) {
+			s.import2.Spec.IPs = nil
+		}, "10.10.0.5 10.10.0.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthy(t)
@@ -638,6 +650,13 @@ func TestExpectNative(t *testing.T) {
 			}
 		})
 	}
+}
+
+// remappedPorts gives the service port http 80 and its pods, imported
+// from member1, the targetPort 8080.
+func remappedPorts(s *scene) {
+	s.import2.Spec.Ports = []mcsv1b1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}
+	s.imported2.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(8080))}}
 }
 
 func endpointsMode(s *scene) {

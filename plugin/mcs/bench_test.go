@@ -63,6 +63,6 @@ func addServices(x *index, n int) {
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
 		x.setImport(nil, &serviceImport{objMeta: newMeta("bulk", name, ""), ips: parseIPs([]string{"10.200.0.1"}), strategy: api.RemoteAndLocal})
-		x.setSlice(nil, toSlice(importedSlice("bulk", name, "member2", name, nil, ep{ip: "10.201.0.1"})))
+		x.setSlice(nil, toSlice(importedSlice("bulk", name, "member2", name, nil, ep{ip: "10.201.0.1"}), false))
 	}
 }

@@ -29,7 +29,7 @@ func choose(v *view, mode answerMode, host bool, split func() candidates) (c cho
 	// copies it in, a wide load of bytes just stored that stalls the query.
 	var r decide.Rules
 	r.LocalFirst, r.AnswerVIP, r.Headless = v.strategy == api.LocalFirst, mode == answerVIP, v.headless()
-	r.LocalVIP, r.SetVIP, r.MinReady = v.hasLocalVIP(), v.hasSetVIP(), v.imp.policy.MinReady
+	r.LocalVIP, r.SetVIP, r.MinReady, r.Remapped = v.hasLocalVIP(), v.hasSetVIP(), v.imp.policy.MinReady, v.remapped
 	var s candidates
 	a, fixed := decide.Fixed(&r)
 	switch {

@@ -45,6 +45,7 @@ type kubePeer struct {
 	exposes   func(namespace string) bool                          // its rule for the names of a namespace
 	ptrHides  bool                                                 // it applies exposes to PTR names too (its namespaces option)
 	endpoints bool                                                 // it reads EndpointSlices (no noendpoints option)
+	zonal     bool                                                 // it answers zonal names (its zonal option)
 	reverse   func(context.Context, request.Request) []msg.Service // its PTR lookup alone; nil: none
 }
 
@@ -63,7 +64,8 @@ func kubePeerOf(handlers []plugin.Handler) kubePeer {
 		}
 		if len(zones) > 0 {
 			return kubePeer{ttl: k.MinTTL(request.Request{}), zone: zones[0], zones: zones, api: k.APIConn,
-				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: readsEndpoints(k), reverse: reverseOf(k)}
+				exposes: exposedBy(k, zones[0]), ptrHides: len(k.Namespaces) > 0, endpoints: option(k, "initEndpointsCache"), zonal: option(k, "zonal"),
+				reverse: reverseOf(k)}
 		}
 	}
 	return kubePeer{}
@@ -82,18 +84,19 @@ func exposedBy(k *kubernetes.Kubernetes, zone string) func(string) bool {
 	}
 }
 
-// readsEndpoints reports whether k reads EndpointSlices at all, which its
-// noendpoints option turns off: then it has no name of any endpoint, nor
-// of a headless Service, and neither does mcs for it. The plugin keeps its
-// options unexported, so the field is read by name; should a CoreDNS
-// release rename it, this says no, and mcs answers no derived name, which
-// TestDerivedNamesAsKubernetes reports.
-func readsEndpoints(k *kubernetes.Kubernetes) bool {
+// option reads a boolean option of k: initEndpointsCache, whether it reads
+// EndpointSlices at all, which its noendpoints option turns off (then it
+// has no name of any endpoint, nor of a headless Service, and neither does
+// mcs for it), and zonal, whether it answers zonal names. The plugin keeps
+// its options unexported, so the field is read by name; should a CoreDNS
+// release rename one, this says no, and mcs answers no derived name (no
+// zonal name), which TestDerivedNamesAsKubernetes reports.
+func option(k *kubernetes.Kubernetes, field string) bool {
 	opts := reflect.ValueOf(k).Elem().FieldByName("opts")
 	if opts.Kind() != reflect.Struct {
 		return false
 	}
-	f := opts.FieldByName("initEndpointsCache")
+	f := opts.FieldByName(field)
 	return f.Kind() == reflect.Bool && f.Bool()
 }
 
@@ -157,13 +160,18 @@ func (k kubePeer) showsPTR(namespace string) bool {
 // mayImport reports whether namespace/name may be an imported service, or
 // its derived-<svc> Service, as far as the kubernetes plugin knows before
 // mcs does: it holds the derived-<svc> Service the controller writes for
-// every import (or, for a derived name, that Service). Without a
-// kubernetes plugin anything may be.
-func (k kubePeer) mayImport(namespace, name string) bool {
+// every import (or, for a derived name, that Service), a headless one
+// where headless is asked (an import's zonal names: the derived Service is
+// headless exactly when the import is). Without a kubernetes plugin
+// anything may be.
+func (k kubePeer) mayImport(namespace, name string, headless bool) bool {
 	if k.api == nil {
 		return true
 	}
-	held := func(svc string) bool { return len(k.api.SvcIndex(object.ServiceKey(svc, namespace))) > 0 }
+	held := func(svc string) bool {
+		svcs := k.api.SvcIndex(object.ServiceKey(svc, namespace))
+		return len(svcs) > 0 && (!headless || svcs[0].Headless())
+	}
 	return held(api.DerivedPrefix+name) || strings.HasPrefix(name, api.DerivedPrefix) && held(name)
 }
 
@@ -183,7 +191,7 @@ func (m *MCS) derivedView(q *query) *view {
 // other name there is its alone.
 func (m *MCS) serveDerivedOnly(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if !q.name.ofService() || !m.watcher.ready.Load() {
+	if !m.ofService(q) || !m.watcher.ready.Load() {
 		return w, 0, nil
 	}
 	if d := m.derivedView(q); d != nil {
@@ -217,7 +225,11 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	case dns.TypeSRV:
 		set.srv = newSRVSet(q, m.kube.ttl)
 	}
-	set.collect(v.imported())
+	ss := v.imported()
+	if q.name.shape == shapeZonal {
+		ss = zonal(ss, q.name)
+	}
+	set.collect(ss)
 	if set.matched == 0 {
 		return w, 0, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 )
 
 // A slice keeps its ready endpoints as compactly as answers allow, for a
@@ -56,6 +57,51 @@ func (s *endpointSlice) all() iter.Seq[endpoint] {
 	}
 }
 
+// zonal are the endpoints of ss a zonal name asks for, as the kubernetes
+// plugin chooses them: those in its topology zone; with prefer, every one
+// when none is.
+func zonal(ss []*endpointSlice, q qname) []*endpointSlice {
+	in := inZone(ss, q.topoZone)
+	if len(in) == 0 && q.prefer {
+		return ss
+	}
+	return in
+}
+
+// inZone are the endpoints of ss in topology zone z, in copies of their
+// slices holding only those: zonal names are rare, and so every answer is
+// built from them as from a whole set.
+func inZone(ss []*endpointSlice, z string) []*endpointSlice {
+	var out []*endpointSlice
+	for _, s := range ss {
+		if s.zones == nil {
+			continue
+		}
+		c, w := *s, s.width()
+		c.addrs, c.hosts, c.zones = nil, nil, nil
+		var hosts, zones []string
+		for i, zi := range *s.zones {
+			if zi != z {
+				continue
+			}
+			c.addrs = append(c.addrs, s.addrs[i*w:(i+1)*w]...)
+			zones = append(zones, zi)
+			if s.hosts != nil {
+				hosts = append(hosts, (*s.hosts)[i])
+			}
+		}
+		if len(zones) == 0 {
+			continue
+		}
+		c.zones = &zones
+		if s.hosts != nil {
+			c.hosts = &hosts
+		}
+		out = append(out, &c)
+	}
+	return out
+}
+
 // hasHost reports whether an endpoint of s has hostname host.
 func (s *endpointSlice) hasHost(host string) bool {
 	for e := range s.all() {
@@ -66,23 +112,28 @@ func (s *endpointSlice) hasHost(host string) bool {
 	return false
 }
 
-// setEndpoints keeps the ready endpoints of eps whose addresses parse.
-func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
-	n, named := 0, false
-	for a, hostname := range readyAddrs(eps) {
+// setEndpoints keeps the ready endpoints of eps whose addresses parse,
+// and with keepZones their topology zones.
+func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint, keepZones bool) {
+	n, named, zoned := 0, false, false
+	for a, e := range readyAddrs(eps) {
 		n++
 		s.wide = s.wide || a.Is6()
-		named = named || keptName(a, hostname) != ""
+		named = named || keptName(a, hostnameOf(e)) != ""
+		zoned = zoned || keepZones && e.Zone != nil && *e.Zone != ""
 	}
 	if n == 0 {
 		return
 	}
 	s.addrs = make([]byte, 0, n*s.width())
-	var hosts []string
+	var hosts, zones []string
 	if named {
 		hosts = make([]string, 0, n)
 	}
-	for a, hostname := range readyAddrs(eps) {
+	if zoned {
+		zones = make([]string, 0, n)
+	}
+	for a, e := range readyAddrs(eps) {
 		if s.wide {
 			b := a.As16()
 			s.addrs = append(s.addrs, b[:]...)
@@ -91,23 +142,32 @@ func (s *endpointSlice) setEndpoints(eps []discoveryv1.Endpoint) {
 			s.addrs = append(s.addrs, b[:]...)
 		}
 		if named {
-			hosts = append(hosts, keptName(a, hostname))
+			hosts = append(hosts, keptName(a, hostnameOf(e)))
+		}
+		if zoned {
+			zones = append(zones, intern(ptr.Deref(e.Zone, "")))
 		}
 	}
 	if named {
 		s.hosts = &hosts
 	}
+	if zoned {
+		s.zones = &zones
+	}
 }
+
+func hostnameOf(e *discoveryv1.Endpoint) string { return ptr.Deref(e.Hostname, "") }
 
 // readyAddrs are the addresses of the ready endpoints of eps that parse as
 // net.ParseIP parses them (no zone), IPv4-mapped ones as IPv4, each with
-// the address as spelt and its endpoint's hostname. An endpoint's first
+// the address as spelt and its endpoint. An endpoint's first
 // address is its address, as kube-proxy takes it: the API calls the
 // others fungible with it, and a member that listed a hundred per
 // endpoint would multiply every answer by a hundred.
-func readyAddrs(eps []discoveryv1.Endpoint) iter.Seq2[spelt, string] {
-	return func(yield func(spelt, string) bool) {
-		for _, e := range eps {
+func readyAddrs(eps []discoveryv1.Endpoint) iter.Seq2[spelt, *discoveryv1.Endpoint] {
+	return func(yield func(spelt, *discoveryv1.Endpoint) bool) {
+		for i := range eps {
+			e := &eps[i]
 			if e.Conditions.Ready != nil && !*e.Conditions.Ready { // unset counts as ready
 				continue
 			}
@@ -119,11 +179,7 @@ func readyAddrs(eps []discoveryv1.Endpoint) iter.Seq2[spelt, string] {
 			if err != nil || a.Zone() != "" {
 				continue
 			}
-			hostname := ""
-			if e.Hostname != nil {
-				hostname = *e.Hostname
-			}
-			if !yield(spelt{a.Unmap(), text}, hostname) {
+			if !yield(spelt{a.Unmap(), text}, e) {
 				return
 			}
 		}

@@ -29,7 +29,7 @@ func TestEndpointNames(t *testing.T) {
 			d.Hostname = &c.hostname
 		}
 		var s endpointSlice
-		s.setEndpoints([]discoveryv1.Endpoint{d})
+		s.setEndpoints([]discoveryv1.Endpoint{d}, false)
 		if s.count() != 1 {
 			t.Fatalf("%s: %d endpoints kept, want 1", c.addr, s.count())
 		}
@@ -49,11 +49,11 @@ func TestEndpointNames(t *testing.T) {
 // A slice of IPv4 endpoints keeps 4 bytes an address; one that holds an
 // IPv6 address keeps 16 for each, and still answers IPv4 ones as IPv4.
 func TestEndpointWidth(t *testing.T) {
-	v4 := toSlice(localSlice("demo", "web", "a", nil, ep{ip: "10.2.0.5"}, ep{ip: "10.2.0.6", notReady: true}, ep{ip: "::ffff:10.2.0.7"}, ep{ip: "fe80::1%eth0"}))
+	v4 := toSlice(localSlice("demo", "web", "a", nil, ep{ip: "10.2.0.5"}, ep{ip: "10.2.0.6", notReady: true}, ep{ip: "::ffff:10.2.0.7"}, ep{ip: "fe80::1%eth0"}), false)
 	if v4.wide || len(v4.addrs) != 2*net.IPv4len || v4.count() != 2 {
 		t.Fatalf("IPv4 slice keeps %d bytes for %d endpoints (wide %v), want 8 for 2", len(v4.addrs), v4.count(), v4.wide)
 	}
-	mixed := toSlice(localSlice("demo", "web", "b", nil, ep{ip: "fd00::5"}, ep{ip: "10.2.0.5"}))
+	mixed := toSlice(localSlice("demo", "web", "b", nil, ep{ip: "fd00::5"}, ep{ip: "10.2.0.5"}), false)
 	var got []string
 	for e := range mixed.all() {
 		got = append(got, e.ip.String())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/test"
@@ -78,6 +79,21 @@ func newFixture(t testing.TB, cfg *config, objs ...runtime.Object) *fixture {
 	if !f.m.Ready() {
 		t.Fatal("not ready after start")
 	}
+	f.waitFor(func() bool { return f.watches.Load() >= int32(len(watchedResources)) }, "watches to open")
+	return f
+}
+
+// newFixtureBeside is newFixture in a server whose kubernetes plugin is
+// k, as CoreDNS starts it: mcs meets k, then lists.
+func newFixtureBeside(t testing.TB, cfg *config, k *kubernetes.Kubernetes, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := newUnstartedFixture(t, cfg, objs...)
+	f.m.meet([]plugin.Handler{k})
+	f.m.Next = k
+	if err := f.m.watcher.start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { _ = f.m.watcher.stop() })
 	f.waitFor(func() bool { return f.watches.Load() >= int32(len(watchedResources)) }, "watches to open")
 	return f
 }
@@ -249,6 +265,7 @@ func importObj(ns, name string, ips []string, ports []portSpec, opts ...importOp
 type ep struct {
 	ip, hostname string
 	notReady     bool
+	zone         string // its topology zone; "" none
 }
 
 func sliceObj(ns, name string, labels map[string]string, ports []portSpec, eps ...ep) *discoveryv1.EndpointSlice {
@@ -261,6 +278,9 @@ func sliceObj(ns, name string, labels map[string]string, ports []portSpec, eps .
 		d := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
 		if e.hostname != "" {
 			d.Hostname = &e.hostname
+		}
+		if e.zone != "" {
+			d.Zone = &e.zone
 		}
 		s.Endpoints = append(s.Endpoints, d)
 	}

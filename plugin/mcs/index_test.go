@@ -14,8 +14,8 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	x.self = self
 	svc := toService(serviceObj("demo", "serve", []string{vipLocal}))
 	imp := &serviceImport{objMeta: newMeta("demo", "serve", ""), strategy: api.LocalFirst}
-	a := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.2"}, ep{ip: localIP}))
-	b := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3"}))
+	a := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.2"}, ep{ip: localIP}), false)
+	b := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3"}), false)
 	x.setService(nil, svc)
 	x.setSlice(nil, b)
 	if x.view("demo", "serve") != nil {
@@ -27,7 +27,7 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	if !v.native() || len(v.local()) != 2 || v.local()[0].name() != "a" {
 		t.Fatalf("view %+v", v)
 	}
-	a2 := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.4"}))
+	a2 := toSlice(localSlice("demo", "serve", "a", nil, ep{ip: "10.1.0.4"}), false)
 	x.setSlice(a, a2)
 	if v := x.view("demo", "serve"); len(v.local()) != 2 || v.local()[0] != a2 {
 		t.Fatalf("a slice's new version must replace the old one: view %+v", v)
@@ -35,7 +35,7 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	a = a2
 	other := &serviceImport{objMeta: newMeta("demo", "other", ""), strategy: api.LocalFirst}
 	x.setImport(nil, other)
-	moved := toSlice(localSlice("demo", "other", "a", nil, ep{ip: localIP}))
+	moved := toSlice(localSlice("demo", "other", "a", nil, ep{ip: localIP}), false)
 	x.setSlice(a, moved)
 	if len(x.view("demo", "serve").local()) != 1 || len(x.view("demo", "other").local()) != 1 {
 		t.Fatal("a slice whose service label changed must move")
@@ -48,7 +48,7 @@ func TestIndexFollowsDeletesAndMoves(t *testing.T) {
 	if v := x.view("demo", "serve"); !v.native() || len(v.local()) != 1 {
 		t.Fatalf("an import that comes back must see the service's objects: view %+v", v)
 	}
-	drained := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3", notReady: true}))
+	drained := toSlice(localSlice("demo", "serve", "b", nil, ep{ip: "10.1.0.3", notReady: true}), false)
 	x.setSlice(b, drained)
 	if v := x.view("demo", "serve"); len(v.local()) != 0 {
 		t.Fatalf("a slice without a ready endpoint is still answered from: view %+v", v)

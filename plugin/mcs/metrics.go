@@ -29,7 +29,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "local_fallbacks_total",
-		Help:      "LocalFirst answers that fell back to remote endpoints because no local endpoint was ready.",
+		Help:      "LocalFirst answers of other clusters' endpoints or the clusterset VIP, given because fewer local endpoints than the minimum were ready.",
 	})
 
 	informersSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{

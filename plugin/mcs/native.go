@@ -14,7 +14,7 @@ import (
 // be an import's is changed: a broken mcs must not break ordinary names.
 func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	w := q.state.W
-	if !q.name.ofService() {
+	if !m.ofService(q) {
 		return w, 0, nil
 	}
 	if !m.watcher.ready.Load() {
@@ -39,6 +39,12 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	if q.name.shape == shapeProto && !c.hasProtocol(q.name.proto) {
 		return w, 0, nil
 	}
+	if q.name.shape == shapeZonal {
+		if !v.headless() { // the kubernetes plugin's NXDOMAIN: a VIP has no zone
+			return w, 0, nil
+		}
+		c.slices = zonal(c.slices, q.name)
+	}
 	resp, ok := m.nativeAnswer(q, v, c, host)
 	if !ok {
 		return w, 0, nil
@@ -50,18 +56,25 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 	return m.write(q, resp)
 }
 
+// ofService reports whether q is a service's name or one below it, its
+// zonal names only where the kubernetes plugin has them (its zonal
+// option): elsewhere they are its NXDOMAIN, as too long a name.
+func (m *MCS) ofService(q *query) bool {
+	return q.name.ofService() && (q.name.shape != shapeZonal || m.kube.zonal)
+}
+
 // unsynced is the writer the next plugin answers q through before mcs has
 // synced. Its NXDOMAIN becomes a SERVFAIL, which resolvers retry, only for
 // a name that may be an import's: one that can name an object at all, of
 // a service whose derived-<svc> Service the kubernetes plugin holds (the
 // controller writes one for every import; without a kubernetes plugin, any
-// service). Every other name keeps the next plugin's answer: musl stops a
+// service), a headless one for a zonal name. Every other name keeps the next plugin's answer: musl stops a
 // search path at a SERVFAIL, and the expansions of external names
 // (example.com.<ns>.svc.<zone>, www.example.com.svc.<zone>) are shaped
 // like service names.
 func (m *MCS) unsynced(q *query) dns.ResponseWriter {
 	w := q.state.W
-	if !q.name.possible() || !m.kube.mayImport(q.name.namespace, q.name.service) {
+	if !q.name.possible() || !m.kube.mayImport(q.name.namespace, q.name.service, q.name.shape == shapeZonal) {
 		return w
 	}
 	return &unsyncedWriter{ResponseWriter: w, ctx: q.ctx, zone: q.zone, req: q.state.Req}

@@ -13,6 +13,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -59,11 +61,13 @@ func (s scenario) objects() []runtime.Object {
 		}
 		objs = append(objs, serviceObj("demo", "serve", local, httpPort))
 	}
+	// The pods listen on the service's port, where pod addresses are
+	// right (TestPodAddressesOnlyOnTheServicePorts has the other case).
 	if s.local != nil {
-		objs = append(objs, localSlice("demo", "serve", "serve-abc", []portSpec{{"http", "TCP", 8080}}, s.local...))
+		objs = append(objs, localSlice("demo", "serve", "serve-abc", []portSpec{httpPort}, s.local...))
 	}
 	if s.remote != nil {
-		objs = append(objs, importedSlice("demo", "serve", "member2", "serve-xyz", []portSpec{{"http", "TCP", 8080}}, s.remote...))
+		objs = append(objs, importedSlice("demo", "serve", "member2", "serve-xyz", []portSpec{httpPort}, s.remote...))
 	}
 	return objs
 }
@@ -546,5 +550,130 @@ func TestNativeProtoExists(t *testing.T) {
 	}
 	if resp := f.query("_http._tcp.serve.demo.svc.cluster.local.", dns.TypeSRV); len(resp.Answer) != 1 {
 		t.Errorf("the SRV name below: want one record, got\n%s", resp)
+	}
+}
+
+// A pod address answers a ClusterIP service's name only where its pods
+// listen on the service's ports: a client connects to the address on the
+// service's port, and only kube-proxy's VIP translates port to targetPort.
+// Where a ready endpoint's port is another number, `answer endpoints`
+// answers the VIP column instead, and `answer vip` while the import has no
+// IPs yet leaves the name to the next plugin. A pod's own name still
+// answers its address.
+func TestPodAddressesOnlyOnTheServicePorts(t *testing.T) {
+	const webName = "web.demo.svc.cluster.local."
+	target := portSpec{"http", "TCP", 8080}
+	world := func(ips []string, slicePort portSpec) []runtime.Object {
+		return []runtime.Object{
+			namespaceObj("demo"),
+			serviceObj("demo", "web", []string{vipLocal}, httpPort),
+			importObj("demo", "web", ips, []portSpec{httpPort}, withStrategy("RemoteAndLocal")),
+			localSlice("demo", "web", "local", []portSpec{slicePort}, ep{ip: "10.1.0.5", hostname: "web-0"}),
+			importedSlice("demo", "web", "member2", "a", []portSpec{slicePort}, ep{ip: "10.2.0.5"}),
+		}
+	}
+	endpoints := baseConfig()
+	endpoints.answer = answerEndpoints
+	a := func(name, ip string) dns.RR { return test.A(name + " 5 IN A " + ip) }
+	for _, c := range []struct {
+		name string
+		cfg  *config
+		objs []runtime.Object
+		want []dns.RR // nil: passed on
+	}{
+		{"answer endpoints, pods on the service's port: pod addresses", endpoints, world([]string{vipSet}, httpPort),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
+		{"answer endpoints, pods on another port: the VIP", endpoints, world([]string{vipSet}, target),
+			[]dns.RR{a(webName, vipSet)}},
+		{"answer vip, no clusterset VIP yet, pods on the service's port: pod addresses", baseConfig(), world(nil, httpPort),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
+		{"answer vip, no clusterset VIP yet, pods on another port: the next plugin", baseConfig(), world(nil, target), nil},
+		// Only ready endpoints are answered, so only their ports count.
+		{"answer endpoints, only unready pods on another port: pod addresses", endpoints,
+			append(world([]string{vipSet}, httpPort), importedSlice("demo", "web", "member3", "b", []portSpec{target}, ep{ip: "10.3.0.5", notReady: true})),
+			[]dns.RR{a(webName, "10.1.0.5"), a(webName, "10.2.0.5")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.cfg, c.objs...)
+			resp := f.query(webName, dns.TypeA)
+			if c.want == nil {
+				if !passedOn(resp) {
+					t.Errorf("want passed on, got\n%s", resp)
+				}
+				return
+			}
+			if err := test.SortAndCheck(resp, test.Case{Qname: webName, Qtype: dns.TypeA, Authoritative: true, Answer: c.want}); err != nil {
+				t.Errorf("%v\n%s", err, resp)
+			}
+			pod := "web-0." + webName
+			if err := test.SortAndCheck(f.query(pod, dns.TypeA), test.Case{Qname: pod, Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{a(pod, "10.1.0.5")}}); err != nil {
+				t.Errorf("the pod's own name: %v", err)
+			}
+		})
+	}
+}
+
+// With the kubernetes plugin's zonal option, a headless service's zonal
+// names (<zone>.pin|prefer._zone.<svc>…) answer the endpoints its name
+// answers that are in that zone, as the kubernetes plugin answers its
+// own: prefer falls back to every one of them, pin is NODATA. Its
+// ClusterIP services' are its NXDOMAIN, and without the option every such
+// name is, so they go on.
+func TestNativeZonalNames(t *testing.T) {
+	web := serviceObj("demo", "web", nil, httpPort)
+	clusterIP := serviceObj("demo", "serve", []string{vipLocal}, httpPort)
+	local := localSlice("demo", "web", "local", []portSpec{httpPort}, ep{ip: "10.1.0.5", hostname: "web-0", zone: "zone-a"}, ep{ip: "10.1.0.6", zone: "zone-b"})
+	serveLocal := localSlice("demo", "serve", "serve-local", []portSpec{httpPort}, ep{ip: "10.1.1.5", zone: "zone-a"})
+	objs := []runtime.Object{
+		namespaceObj("demo"), web, clusterIP, local, serveLocal,
+		importObj("demo", "web", nil, []portSpec{httpPort}, withStrategy("RemoteAndLocal"), headlessImport),
+		importObj("demo", "serve", []string{vipSet}, []portSpec{httpPort}, withStrategy("RemoteAndLocal")),
+		importedSlice("demo", "web", "member2", "a", []portSpec{httpPort}, ep{ip: "10.2.0.5", zone: "zone-a"}, ep{ip: "10.2.0.6", zone: "zone-c"}),
+	}
+	kubeWorld := &kubeAPI{svcs: []corev1.Service{*web, *clusterIP}, slices: []discoveryv1.EndpointSlice{*local, *serveLocal}, nss: []corev1.Namespace{*namespaceObj("demo")}}
+	kubeconfig := kubeWorld.serve(t)
+	k := kubePlugin(t, kubeconfig, "zonal\n"+memberLabels)
+	f := newFixtureBeside(t, baseConfig(), k, objs...)
+	a := func(name string, ips ...string) []dns.RR {
+		var rrs []dns.RR
+		for _, ip := range ips {
+			rrs = append(rrs, test.A(name+" 5 IN A "+ip))
+		}
+		return rrs
+	}
+	const (
+		pinA    = "zone-a.pin._zone.web.demo.svc.cluster.local."
+		pinC    = "zone-c.pin._zone.web.demo.svc.cluster.local."
+		pinD    = "zone-d.pin._zone.web.demo.svc.cluster.local."
+		preferD = "zone-d.prefer._zone.web.demo.svc.cluster.local."
+		srvA    = "zone-a.prefer._zone.web.demo.svc.cluster.local."
+	)
+	soa := test.SOA("cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5")
+	f.check([]test.Case{
+		{Qname: pinA, Qtype: dns.TypeA, Authoritative: true, Answer: a(pinA, "10.1.0.5", "10.2.0.5")},
+		{Qname: pinC, Qtype: dns.TypeA, Authoritative: true, Answer: a(pinC, "10.2.0.6")}, // another cluster's zone
+		{Qname: pinD, Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{soa}},
+		{Qname: preferD, Qtype: dns.TypeA, Authoritative: true, Answer: a(preferD, "10.1.0.5", "10.1.0.6", "10.2.0.5", "10.2.0.6")},
+		{Qname: pinA, Qtype: dns.TypeTXT, Authoritative: true, Ns: []dns.RR{soa}},
+		{Qname: srvA, Qtype: dns.TypeSRV, Authoritative: true, Answer: []dns.RR{
+			test.SRV(srvA + " 5 IN SRV 0 50 80 10-2-0-5.web.demo.svc.cluster.local."),
+			test.SRV(srvA + " 5 IN SRV 0 50 80 web-0.web.demo.svc.cluster.local."),
+		}, Extra: []dns.RR{
+			test.A("10-2-0-5.web.demo.svc.cluster.local. 5 IN A 10.2.0.5"),
+			test.A("web-0.web.demo.svc.cluster.local. 5 IN A 10.1.0.5"),
+		}},
+	})
+	// A ClusterIP service's zonal name, and a name only shaped so, are the
+	// kubernetes plugin's: NXDOMAIN.
+	for _, name := range []string{"zone-a.pin._zone.serve.demo.svc.cluster.local.", "zone-a.near._zone.web.demo.svc.cluster.local."} {
+		if got, want := normalized(f.query(name, dns.TypeA)), normalized(serve(t, k, name, dns.TypeA)); got != want || !strings.HasPrefix(got, "NXDOMAIN") {
+			t.Errorf("%s: mcs answers\n%s\nthe kubernetes plugin alone\n%s", name, got, want)
+		}
+	}
+	// Without the zonal option no zonal name exists.
+	plain := kubePlugin(t, kubeconfig, memberLabels)
+	g := newFixtureBeside(t, baseConfig(), plain, objs...)
+	if got := g.query(pinA, dns.TypeA); got.Rcode != dns.RcodeNameError {
+		t.Errorf("%s without the zonal option: want NXDOMAIN, got\n%s", pinA, got)
 	}
 }

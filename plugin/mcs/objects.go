@@ -154,6 +154,7 @@ type endpointSlice struct {
 	// size class.
 	addrs    []byte
 	hosts    *[]string
+	zones    *[]string // their topology zones, only where kept (keepZones) and one has a zone
 	imported bool
 	wide     bool // addrs holds 16 bytes an address, else 4 (see endpoints.go)
 }
@@ -174,12 +175,21 @@ type namespace struct{ objMeta }
 // trim is the informers' transform: it converts API objects to the structs
 // above. Anything else (already trimmed objects, tombstones) passes unchanged,
 // which keeps it idempotent as client-go requires.
-func trim(obj any) (any, error) {
+func trim(obj any) (any, error) { return trimmer(false)(obj) }
+
+// trimmer is trim, keeping the endpoints' topology zones with keepZones:
+// only the kubernetes plugin's zonal names need them (README.md, "Zonal
+// names"), and elsewhere they would cost 16 bytes an endpoint.
+func trimmer(keepZones bool) func(any) (any, error) {
+	return func(obj any) (any, error) { return trimObject(obj, keepZones) }
+}
+
+func trimObject(obj any, keepZones bool) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		return toService(o), nil
 	case *discoveryv1.EndpointSlice:
-		return toSlice(o), nil
+		return toSlice(o, keepZones), nil
 	case *mcsv1b1.ServiceImport:
 		return toImport(&o.ObjectMeta, o.Spec.Type == mcsv1b1.Headless, o.Spec.IPs, betaPorts(o.Spec.Ports)), nil
 	case *mcsv1a1.ServiceImport:
@@ -241,7 +251,7 @@ func newPort(name, protocol string, number int32) port {
 // whose source cluster is missing or not a DNS label gets no service, so the
 // index leaves it out: its endpoints would be named <host>.<cluster>.<svc>…,
 // which cannot be packed.
-func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
+func toSlice(s *discoveryv1.EndpointSlice, keepZones bool) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
 		out.imported, out.cluster = true, intern(s.Labels[mcsv1b1.LabelSourceCluster])
@@ -266,7 +276,7 @@ func toSlice(s *discoveryv1.EndpointSlice) *endpointSlice {
 		ports = append(ports, newPort(name, protocol, *p.Port))
 	}
 	out.ports = newPortList(ports)
-	out.setEndpoints(s.Endpoints)
+	out.setEndpoints(s.Endpoints, keepZones)
 	return out
 }
 

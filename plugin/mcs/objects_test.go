@@ -38,7 +38,7 @@ func TestTrimSlice(t *testing.T) {
 	s := importedSlice("demo", "web", "member2", "x", []portSpec{httpPort},
 		ep{ip: "10.2.0.5", hostname: "Web-0"}, ep{ip: "10.2.0.6", notReady: true}, ep{ip: "fd00::"}, ep{ip: "not-an-ip"})
 	s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.2.0.9"}}) // ready unset counts as ready
-	got := toSlice(s)
+	got := toSlice(s, false)
 	if !got.imported || got.service != "web" || got.cluster != "member2" {
 		t.Fatalf("labels read as %+v", got)
 	}
@@ -49,7 +49,7 @@ func TestTrimSlice(t *testing.T) {
 	if !equal(hosts, "web-0", "fd00--0", "10-2-0-9") {
 		t.Fatalf("ready endpoints named %v", hosts)
 	}
-	if local := toSlice(localSlice("demo", "web", "y", nil)); local.imported || local.service != "web" {
+	if local := toSlice(localSlice("demo", "web", "y", nil), false); local.imported || local.service != "web" {
 		t.Fatalf("local slice read as %+v", local)
 	}
 	for _, cluster := range []string{"", "Not_A_Label"} {
@@ -57,7 +57,7 @@ func TestTrimSlice(t *testing.T) {
 		if cluster == "" {
 			delete(bad.Labels, mcsv1b1.LabelSourceCluster)
 		}
-		if got := toSlice(bad); got.service != "" {
+		if got := toSlice(bad, false); got.service != "" {
 			t.Errorf("imported slice with source cluster %q kept for service %q", cluster, got.service)
 		}
 	}

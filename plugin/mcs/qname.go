@@ -24,6 +24,7 @@ const (
 	shapePort                   // _<port>._<proto>.<svc>…
 	shapeCluster                // <cluster>.<svc>… (clusterset): names exist below it
 	shapeProto                  // _<proto>.<svc>…: names may exist below it
+	shapeZonal                  // <topology-zone>.pin|prefer._zone.<svc>… (native): the kubernetes plugin's zonal names
 	shapeTooLong                // deeper than any record
 )
 
@@ -37,6 +38,8 @@ type qname struct {
 	cluster   string // shapeEndpoint (clusterset), shapeCluster: a cluster id
 	port      string // shapePort: the port name, without its "_"
 	proto     string // shapePort, shapeProto: the protocol, without its "_"
+	topoZone  string // shapeZonal: the topology zone, every label left of the directive
+	prefer    bool   // shapeZonal: the directive prefer (else pin)
 }
 
 // parseName splits name (lower-case, fully qualified, inside zone) without
@@ -74,11 +77,19 @@ func parseName(name, zone string) qname {
 	rest, outer := cutLast(rest)
 	if rest != "" {
 		q.shape = shapeTooLong
+		if inner == zonalLabel && (outer == "pin" || outer == "prefer") && zone != clustersetZone {
+			q.shape, q.topoZone, q.prefer = shapeZonal, rest, outer == "prefer"
+		}
 		return q
 	}
 	q.twoLabels(outer, inner, zone == clustersetZone)
 	return q
 }
+
+// zonalLabel anchors the kubernetes plugin's zonal names,
+// <topology-zone>.pin|prefer._zone.<svc>.<ns>.svc.<zone>, which are not
+// defined in the clusterset zone (its README, "Zonal Names").
+const zonalLabel = "_zone"
 
 // oneLabel files <label>.<svc>…: an _proto, else a hostname in a native
 // zone and a cluster id in the clusterset zone.
@@ -108,7 +119,7 @@ func (q *qname) twoLabels(outer, inner string, clusterset bool) {
 // names of native (and derived) answers.
 func (q qname) ofService() bool {
 	switch q.shape {
-	case shapeService, shapeEndpoint, shapePort, shapeProto:
+	case shapeService, shapeEndpoint, shapePort, shapeProto, shapeZonal:
 		return true
 	}
 	return false
@@ -142,7 +153,7 @@ func (q qname) possible() bool {
 	case shapeProto:
 		return isProtocol(q.proto)
 	}
-	return q.shape == shapeNamespace || q.shape == shapeService
+	return q.shape == shapeNamespace || q.shape == shapeService || q.shape == shapeZonal
 }
 
 // isLabel reports whether l is a DNS-1123 label: what Kubernetes requires of

@@ -30,6 +30,12 @@ func TestParseName(t *testing.T) {
 		{"http.tcp.serve.demo.svc.cluster.local.", native, qname{shape: shapePort, base: "http.tcp.serve.demo.svc", namespace: "demo", service: "serve", port: "http", proto: "tcp"}},
 		{"a.b.c.serve.demo.svc.cluster.local.", native, qname{shape: shapeTooLong, base: "a.b.c.serve.demo.svc", namespace: "demo", service: "serve"}},
 		{`a\.b.demo.svc.cluster.local.`, native, qname{shape: shapeOther, base: `a\.b.demo.svc`}},
+		// The kubernetes plugin's zonal names; the zone may hold dots.
+		{"us.east.pin._zone.db.demo.svc.cluster.local.", native, qname{shape: shapeZonal, base: "us.east.pin._zone.db.demo.svc", namespace: "demo", service: "db", topoZone: "us.east"}},
+		{"zone-a.prefer._zone.db.demo.svc.cluster.local.", native, qname{shape: shapeZonal, base: "zone-a.prefer._zone.db.demo.svc", namespace: "demo", service: "db", topoZone: "zone-a", prefer: true}},
+		{"zone-a.near._zone.db.demo.svc.cluster.local.", native, qname{shape: shapeTooLong, base: "zone-a.near._zone.db.demo.svc", namespace: "demo", service: "db"}},
+		{"pin._zone.db.demo.svc.cluster.local.", native, qname{shape: shapePort, base: "pin._zone.db.demo.svc", namespace: "demo", service: "db", port: "pin", proto: "zone"}},
+		{"zone-a.pin._zone.db.demo.svc.clusterset.local.", clustersetZone, qname{shape: shapeTooLong, base: "zone-a.pin._zone.db.demo.svc", namespace: "demo", service: "db"}},
 
 		{"serve.demo.svc.clusterset.local.", clustersetZone, qname{shape: shapeService, base: "serve.demo.svc", namespace: "demo", service: "serve"}},
 		{"member1.web.demo.svc.clusterset.local.", clustersetZone, qname{shape: shapeCluster, base: "member1.web.demo.svc", namespace: "demo", service: "web", cluster: "member1"}},
@@ -69,7 +75,7 @@ func TestMatchZone(t *testing.T) {
 // FuzzParseName: parsing never panics, and agrees with a plain split of
 // the name into labels.
 func FuzzParseName(f *testing.F) {
-	for _, s := range []string{"serve.demo.svc", "_http._tcp.serve.demo.svc", "web-0.member1.web.demo.svc", "_tcp.web.demo.svc", "member1.web.demo.svc", "svc", "", "a.b.c.d.e.svc", `a\.b.c.svc`, "x..svc", ".svc"} {
+	for _, s := range []string{"serve.demo.svc", "_http._tcp.serve.demo.svc", "web-0.member1.web.demo.svc", "_tcp.web.demo.svc", "member1.web.demo.svc", "svc", "", "a.b.c.d.e.svc", "a.b.pin._zone.db.demo.svc", `a\.b.c.svc`, "x..svc", ".svc"} {
 		f.Add(s, "cluster.local.")
 		f.Add(s, "clusterset.local.")
 	}
@@ -128,6 +134,12 @@ func splitName(name, zone string) qname {
 		q.shape, q.host, q.cluster = shapeEndpoint, labels[4], labels[3]
 	case len(labels) == 5:
 		q.shape, q.port, q.proto = shapePort, trim(labels[4]), trim(labels[3])
+	case len(labels) > 5 && !clusterset && labels[3] == "_zone" && (labels[4] == "pin" || labels[4] == "prefer"):
+		// The kubernetes plugin's zonal names: the zone is every label left
+		// of the directive.
+		zone := slices.Clone(labels[5:])
+		slices.Reverse(zone)
+		q.shape, q.topoZone, q.prefer = shapeZonal, strings.Join(zone, "."), labels[4] == "prefer"
 	case len(labels) > 5:
 		q.shape = shapeTooLong
 	}

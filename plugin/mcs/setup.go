@@ -63,7 +63,7 @@ func setup(c *caddy.Controller) error {
 		server := dnsserver.GetConfig(c)
 		m.setNSAddrs(boundIPs(server.ListenHosts, interfaceAddrs))
 		m.watcher.peers = readyPeers(server.Handlers(), m)
-		m.kube = kubePeerOf(server.Handlers())
+		m.meet(server.Handlers())
 		return nil
 	})
 	c.OnStartup(m.watcher.start)
@@ -73,6 +73,14 @@ func setup(c *caddy.Controller) error {
 		return m
 	})
 	return nil
+}
+
+// meet finds the server's kubernetes plugin among handlers, before the
+// watcher starts: what it answers decides what mcs keeps (the endpoints'
+// zones only for its zonal names).
+func (m *MCS) meet(handlers []plugin.Handler) {
+	m.kube = kubePeerOf(handlers)
+	m.watcher.keepZones = m.kube.zonal
 }
 
 // newMCS wires a parsed stanza to its index and watcher.

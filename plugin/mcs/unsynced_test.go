@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/test"
@@ -111,6 +112,37 @@ func TestUnsyncedClustersetShapes(t *testing.T) {
 		"_http._tcp.serve.demo.svc.clusterset.local.":    dns.RcodeServerFailure,
 		"web-0.member2.serve.demo.svc.clusterset.local.": dns.RcodeServerFailure,
 		"serve.demo.svc.clusterset.local.":               dns.RcodeServerFailure,
+	} {
+		if got := serve(t, m, name, dns.TypeA); got.Rcode != want {
+			t.Errorf("%s: rcode %s, want %s", name, dns.RcodeToString[got.Rcode], dns.RcodeToString[want])
+		}
+	}
+}
+
+// With the kubernetes plugin's zonal option, before mcs has synced, the
+// zonal names of a headless import (whose derived-<svc> Service is
+// headless) wait, as its other names do; those of a ClusterIP import can
+// never be mcs's, and keep the kubernetes plugin's NXDOMAIN, as does a
+// ClusterIP derived Service's.
+func TestUnsyncedZonalNames(t *testing.T) {
+	c := caddy.NewTestController("dns", "kubernetes "+testZone+" {\nzonal\n}")
+	c.Next()
+	k, err := kubernetes.ParseStanza(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.APIConn = newSliceAPI([]*corev1.Service{
+		serviceObj("demo", api.DerivedPrefix+"serve", []string{vipSet}, httpPort),
+		serviceObj("demo", api.DerivedPrefix+"db", nil, httpPort),
+	}, nil)
+	m, _ := neverSynced(t, baseConfig())
+	m.Next, m.kube = k, kubePeerOf([]plugin.Handler{k})
+	for name, want := range map[string]int{
+		"zone-a.pin._zone.db.demo.svc.cluster.local.":            dns.RcodeServerFailure,
+		"zone-a.prefer._zone.db.demo.svc.cluster.local.":         dns.RcodeServerFailure,
+		"zone-a.pin._zone.serve.demo.svc.cluster.local.":         dns.RcodeNameError,
+		"zone-a.pin._zone.derived-serve.demo.svc.cluster.local.": dns.RcodeNameError,
+		"zone-a.near._zone.db.demo.svc.cluster.local.":           dns.RcodeNameError,
 	} {
 		if got := serve(t, m, name, dns.TypeA); got.Rcode != want {
 			t.Errorf("%s: rcode %s, want %s", name, dns.RcodeToString[got.Rcode], dns.RcodeToString[want])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
+	"github.com/coredns-mcs/coredns-mcs/plugin/mcs/decide"
 )
 
 // view is the immutable snapshot of one service that queries read.
@@ -23,7 +24,11 @@ type view struct {
 	// views, so the lists are windows on these two arrays.
 	slices []*endpointSlice
 	union  []*endpointSlice
-	nLocal int
+	nLocal int32
+	// remapped: a ready endpoint listens on another number than the
+	// service's port it stands for, and no pod address answers the
+	// service (decide.Rules.Remapped).
+	remapped bool
 }
 
 func (v *view) local() []*endpointSlice    { return v.slices[:v.nLocal:v.nLocal] }
@@ -39,16 +44,53 @@ func newView(e entry, self string, fallback api.Strategy) *view {
 		v.strategy = cmp.Or(e.imp.strategy, fallback)
 	}
 	slices.SortFunc(v.slices, byOrigin)
-	v.nLocal = slices.IndexFunc(v.slices, (*endpointSlice).isImported)
-	if v.nLocal < 0 {
-		v.nLocal = len(v.slices)
+	nLocal := slices.IndexFunc(v.slices, (*endpointSlice).isImported)
+	if nLocal < 0 {
+		nLocal = len(v.slices)
 	}
+	v.nLocal = int32(nLocal) // #nosec G115 -- a service's slices, far fewer than 2^31
+	v.remapped = v.endpointPortsRemapped()
 	v.union = v.slices
 	fromSelf := func(s *endpointSlice) bool { return s.imported && s.cluster == self }
 	if slices.ContainsFunc(v.imported(), fromSelf) {
 		v.union = slices.Clip(slices.DeleteFunc(slices.Clone(v.slices), fromSelf))
 	}
 	return v
+}
+
+// endpointPortsRemapped reports whether a ready endpoint of a ClusterIP
+// import listens on another number than the port it stands for: this
+// cluster's own against its Service's ports (the import's without one),
+// imported ones against the import's.
+func (v *view) endpointPortsRemapped() bool {
+	if v.imp == nil || v.imp.headless {
+		return false
+	}
+	imported := decidePorts(v.imp.ports)
+	local := imported
+	if v.svc != nil {
+		local = decidePorts(v.svc.ports)
+	}
+	for i, s := range v.slices {
+		want := imported
+		if i < int(v.nLocal) {
+			want = local
+		}
+		for p := range s.ports.all() {
+			if decide.Remapped(want, decide.Port{Name: p.name, Protocol: p.protocol, Number: p.port}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func decidePorts(l portList) []decide.Port {
+	var out []decide.Port
+	for p := range l.all() {
+		out = append(out, decide.Port{Name: p.name, Protocol: p.protocol, Number: p.port})
+	}
+	return out
 }
 
 // entry is the objects v was built from, for a change to edit.

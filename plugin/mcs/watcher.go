@@ -50,6 +50,7 @@ type watcher struct {
 	importPoll     time.Duration
 	peerPoll       time.Duration
 	peers          []ready.Readiness // the server's other plugins that say when they are ready; set before start
+	keepZones      bool              // keep the endpoints' topology zones, for zonal names; set before start
 	freeMemory     func()
 	ready          atomic.Bool
 	synced         chan struct{} // closed once ready
@@ -263,7 +264,7 @@ func (w *watcher) prepare(ctx context.Context) (cluster string, gv schema.GroupV
 // startImports). Every factory trims objects to the small structs of
 // objects.go before they are stored. Called with w.mu held.
 func (w *watcher) startInformers(ctx context.Context) {
-	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trim))
+	kube := informers.NewSharedInformerFactoryWithOptions(w.cl.kube, 0, informers.WithTransform(trimmer(w.keepZones)))
 	w.watch("services", servicesInformer(kube), handler.Typed(w.idx.setService))
 	w.watch("endpointslices", slicesInformer(kube), handler.Typed(w.idx.setSlice))
 	w.watch("namespaces", namespacesInformer(kube), handler.Typed(w.idx.setNamespace))

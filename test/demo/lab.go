@@ -31,8 +31,10 @@ const (
 	namespace = "demo"
 	svcName   = "serve"
 	// podPort is where serve's pods listen, servicePort serve's port
-	// (manifests/serve.yaml), which clients call.
-	podPort     = 8080
+	// (manifests/serve.yaml), which clients call: one number, so that the
+	// step with answer endpoints may answer pod addresses at all
+	// (plugin/mcs/README.md, Ports).
+	podPort     = servicePort
 	servicePort = 80
 )
 

@@ -501,7 +501,8 @@ func (s *story) localFirstTuned(ctx context.Context) error {
 	}
 	s.say("\nA VIP answer cannot follow an order: derived-serve's VIP spreads over every provider. The order")
 	s.say("needs answers of pod addresses, so a second coredns-mcs for member2, with answer endpoints, answers")
-	s.say("this step's client, which then connects to the pod address itself (port %d):", podPort)
+	s.say("this step's client, which then connects to the pod address itself (port %d, serve's port: coredns-mcs", podPort)
+	s.say("answers pod addresses only for pods that listen on the service's port, as only the VIP translates it):")
 	c, err := s.startCoreDNS(ctx, endpointsDNS, member2, "endpoints")
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func TestClusterset(t *testing.T) {
 
 		{"headless/A is every ready endpoint", s, db, dns.TypeA, "", answer(s.addrs(db, "10.10.5.1", "10.12.5.1", "10.12.5.2"))},
 		{"headless/SRV", s, dbHTTP, dns.TypeSRV, "", answer([]string{
-			s.srv(dbHTTP, 33, 8080, db0self), s.srv(dbHTTP, 33, 8080, db0member2), s.srv(dbHTTP, 33, 8080, dashed),
+			s.srv(dbHTTP, 33, 80, db0self), s.srv(dbHTTP, 33, 80, db0member2), s.srv(dbHTTP, 33, 80, dashed),
 		}, append(append(s.addrs(db0self, "10.10.5.1"), s.addrs(db0member2, "10.12.5.1")...), s.addrs(dashed, "10.12.5.2")...)...)},
 		{"headless/endpoint", s, db0member2, dns.TypeA, "", answer(s.addrs(db0member2, "10.12.5.1"))},
 		{"headless/endpoint of this cluster", s, db0self, dns.TypeA, "", answer(s.addrs(db0self, "10.10.5.1"))},

@@ -58,19 +58,21 @@ func (f *fixture) fqdn(zone string, labels []string) string {
 	return strings.Join(append(labels, f.ns, "svc", zone), ".")
 }
 
-// Every Service and import has these ports; slices have their targets.
+// Every Service and import has these ports; slices have their targets,
+// the same numbers: answers of pod addresses are right only for pods that
+// listen on the service's ports (plugin/mcs/README.md, Ports).
 var (
 	servicePorts = []corev1.ServicePort{
-		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
-		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)},
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(53)},
 	}
 	importPorts = []mcsv1beta1.ServicePort{
 		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80},
 		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
 	}
 	slicePorts = []discoveryv1.EndpointPort{
-		{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)},
-		{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To[int32](5353)},
+		{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)},
+		{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To[int32](53)},
 	}
 )
 

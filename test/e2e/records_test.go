@@ -59,9 +59,9 @@ func TestNativeRecordTypes(t *testing.T) {
 		{"endpoints/A over TCP", eps, api, dns.TypeA, "tcp", answer(eps.addrs(api, "10.10.3.1", "10.12.3.1"))},
 		{"endpoints/AAAA", eps, api, dns.TypeAAAA, "", answer(eps.addrs(api, "fd00:14::1"))},
 		{"endpoints/SRV by port", eps, dnsSRV, dns.TypeSRV, "", answer([]string{
-			eps.srv(dnsSRV, 33, 5353, target("10-10-3-1")),
-			eps.srv(dnsSRV, 33, 5353, target("10-12-3-1")),
-			eps.srv(dnsSRV, 33, 5353, target("fd00-14--1")),
+			eps.srv(dnsSRV, 33, 53, target("10-10-3-1")),
+			eps.srv(dnsSRV, 33, 53, target("10-12-3-1")),
+			eps.srv(dnsSRV, 33, 53, target("fd00-14--1")),
 		}, append(append(eps.addrs(target("10-10-3-1"), "10.10.3.1"), eps.addrs(target("10-12-3-1"), "10.12.3.1")...), eps.addrs(target("fd00-14--1"), "fd00:14::1")...)...)},
 		// ttl 600: the SOA's TTL is capped at 300 s, its minimum is 600.
 		{"endpoints/TXT is NODATA", eps, api, dns.TypeTXT, "", eps.nodata("cluster.local.")},
@@ -96,7 +96,7 @@ func TestStatefulSetPodNames(t *testing.T) {
 		{"LocalFirst/AAAA is NODATA", s, web1, dns.TypeAAAA, "", s.nodata("cluster.local.")},
 		{"LocalFirst/service", s, f.native("web"), dns.TypeA, "", answer(s.addrs(f.native("web"), "10.10.1.10"))},
 		{"LocalFirst/SRV", s, srvName, dns.TypeSRV, "", answer(
-			[]string{s.srv(srvName, 100, 8080, web0)}, s.addrs(web0, "10.10.1.10")...)},
+			[]string{s.srv(srvName, 100, 80, web0)}, s.addrs(web0, "10.10.1.10")...)},
 	})
 	t.Run("LocalFirst/no such pod goes to kubernetes", func(t *testing.T) {
 		expectSame(t, s, srv.kubernetes, f.native("web-2", "web"), dns.TypeA, dns.RcodeNameError, 0)
@@ -107,7 +107,7 @@ func TestStatefulSetPodNames(t *testing.T) {
 		{"RemoteAndLocal/pod in two clusters: the local one", s, web0, dns.TypeA, "", answer(s.addrs(web0, "10.10.1.10"))},
 		{"RemoteAndLocal/remote pod", s, web1, dns.TypeA, "", answer(s.addrs(web1, "10.12.1.11"))},
 		{"RemoteAndLocal/SRV", s, srvName, dns.TypeSRV, "", answer(
-			[]string{s.srv(srvName, 50, 8080, web0), s.srv(srvName, 50, 8080, web1)},
+			[]string{s.srv(srvName, 50, 80, web0), s.srv(srvName, 50, 80, web1)},
 			append(s.addrs(web0, "10.10.1.10"), s.addrs(web1, "10.12.1.11")...)...)},
 	})
 }

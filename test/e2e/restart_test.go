@@ -142,7 +142,7 @@ func oneEndpointSlice(ns, name, addr string) *discoveryv1.EndpointSlice {
 			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "e2e",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(labtest.PodPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 	}
 }

@@ -25,8 +25,10 @@ func (l *Lab) Network(t testing.TB) {
 	}
 }
 
-// PodPort is the port the pods of Workload and StatefulSet listen on.
-const PodPort = 8080
+// PodPort is the port the pods of Workload and StatefulSet listen on: their
+// Service's port, so that an answer of pod addresses (answer endpoints)
+// reaches them as the VIP does (plugin/mcs/README.md, Ports).
+const PodPort = 80
 
 // PlayPods plays the pods of app name in namespace ns of clusters on the
 // lab's pods' network (labnet), each answering its Hello on PodPort, for

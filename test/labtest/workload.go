@@ -18,8 +18,9 @@ import (
 )
 
 // The objects lab tests run a workload and its multi-cluster service with:
-// pods labelled app=<name> with one container port "http" (8080), and a
-// Service of the same name with port "http" 80.
+// pods labelled app=<name> with one container port "http" (PodPort), and a
+// Service of the same name with port "http" PodPort: targetPort and port
+// are one number, so that answers of pod addresses are right for it.
 
 // Workload applies, in cluster's namespace ns, a Deployment of replicas
 // pods and a Service, both named name; headless makes the Service headless.
@@ -69,14 +70,15 @@ func podTemplate(name string) corev1.PodTemplateSpec {
 	}
 }
 
-// Service selects the pods of app name, port "http" 80 to their port "http".
+// Service selects the pods of app name, port "http" PodPort to their port
+// "http", the same number.
 func Service(ns, name string, headless bool) *corev1.Service {
 	s := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			Selector: appLabels(name),
 			Ports: []corev1.ServicePort{{
-				Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
+				Name: "http", Port: PodPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP,
 			}},
 		},
 	}

@@ -26,6 +26,37 @@ type Rules struct {
 	LocalVIP   bool // the local Service has ClusterIPs (VIP_local)
 	SetVIP     bool // the ServiceImport has spec.ips (VIP_set)
 	MinReady   int  // LocalFirst's minimum (Policy)
+	// Remapped: a ready endpoint of the ClusterIP service listens on
+	// another number than the service's port it stands for (Remapped), so
+	// no pod address answers the service's name, whatever the answer
+	// option: a client would connect to the service's number.
+	Remapped bool
+}
+
+// Port is a service's or an endpoint's port.
+type Port struct {
+	Name, Protocol string // the protocol "" is TCP, as the API server defaults it
+	Number         int32
+}
+
+// Remapped reports whether the endpoint port p stands for a port of the
+// service (the same name and protocol) under another number: the
+// Service's targetPort is not its port, and kube-proxy translates between
+// them for the VIP alone.
+func Remapped(service []Port, p Port) bool {
+	for _, s := range service {
+		if strings.EqualFold(s.Name, p.Name) && strings.EqualFold(tcpOr(s.Protocol), tcpOr(p.Protocol)) {
+			return s.Number != p.Number
+		}
+	}
+	return false
+}
+
+func tcpOr(protocol string) string {
+	if protocol == "" {
+		return "TCP"
+	}
+	return protocol
 }
 
 // Policy is LocalFirst's policy, from the ServiceImport's annotations.
@@ -81,6 +112,14 @@ type Answer struct {
 // Service decides a service's name (<svc>.<ns>.svc.cluster.local and its
 // SRV names).
 func Service(r *Rules, e Endpoints) Answer {
+	a := service(r, e)
+	if r.Remapped && !r.Headless && a.Set.addresses() {
+		return Answer{}
+	}
+	return a
+}
+
+func service(r *Rules, e Endpoints) Answer {
 	if a, ok := Fixed(r); ok {
 		return a
 	}
@@ -100,14 +139,21 @@ func Service(r *Rules, e Endpoints) Answer {
 // RemoteAndLocal answering VIP_set. The plugin asks it first, so that it
 // looks up no provider's Lease to tell fresh from stale for nothing.
 func Fixed(r *Rules) (Answer, bool) {
-	if !r.LocalFirst && r.vip() && r.SetVIP {
+	switch {
+	case !r.LocalFirst && r.vip() && r.SetVIP:
 		return Answer{Set: SetVIP}, true
+	case r.Remapped && !r.Headless && !r.SetVIP && (!r.LocalFirst || !r.LocalVIP):
+		return Answer{}, true // no VIP it could answer, and no pod address
 	}
 	return Answer{}, false
 }
 
-// vip: a ClusterIP service answers VIPs under the answer option vip.
-func (r *Rules) vip() bool { return r.AnswerVIP && !r.Headless }
+// vip: a ClusterIP service answers VIPs under the answer option vip, and
+// when its endpoints' ports are not its own.
+func (r *Rules) vip() bool { return (r.AnswerVIP || r.Remapped) && !r.Headless }
+
+// addresses reports whether s is a set of endpoints, not of VIPs.
+func (s Set) addresses() bool { return s >= Local }
 
 // Endpoint decides a per-endpoint name (web-0.web.ns.svc.cluster.local),
 // given the endpoints of that hostname: a ready local one is answered
@@ -119,7 +165,7 @@ func Endpoint(r *Rules, e Endpoints) Answer {
 		return Answer{Set: Local}
 	}
 	endpoints := *r
-	endpoints.AnswerVIP = false
+	endpoints.AnswerVIP, endpoints.Remapped = false, false // a pod's own name is its address, on its own ports
 	return Service(&endpoints, e)
 }
 

@@ -16,10 +16,11 @@ type world struct {
 	minReady         int
 	local            int
 	fresh, stale     bool
+	remapped         bool
 }
 
 func (w world) rules() Rules {
-	return Rules{LocalFirst: w.strategy == api.LocalFirst, AnswerVIP: w.vip, Headless: w.headless, LocalVIP: w.localVIP, SetVIP: w.setVIP, MinReady: w.minReady}
+	return Rules{LocalFirst: w.strategy == api.LocalFirst, AnswerVIP: w.vip, Headless: w.headless, LocalVIP: w.localVIP, SetVIP: w.setVIP, MinReady: w.minReady, Remapped: w.remapped}
 }
 
 func (w world) endpoints() Endpoints {
@@ -72,6 +73,14 @@ func TestService(t *testing.T) {
 		{"LocalFirst vip, nothing ready, no VIP: the next plugin", world{strategy: lf, vip: true}, Answer{}},
 		{"LocalFirst headless: L", world{strategy: lf, vip: true, headless: true, localVIP: true, local: 1}, Answer{Set: Local}},
 		{"LocalFirst headless, L empty: fresh R", world{strategy: lf, vip: true, headless: true, setVIP: true, fresh: true}, fellBack(Fresh)},
+		// Endpoints on other ports than the service's: no pod address, the VIP column instead.
+		{"remapped RemoteAndLocal endpoints: VIP_set", world{strategy: ral, remapped: true, setVIP: true, local: 1, fresh: true}, Answer{Set: SetVIP}},
+		{"remapped RemoteAndLocal vip, no VIP_set: the next plugin", world{strategy: ral, vip: true, remapped: true, localVIP: true, local: 1, fresh: true}, Answer{}},
+		{"remapped LocalFirst endpoints, L ready: VIP_local", world{strategy: lf, remapped: true, localVIP: true, setVIP: true, local: 1}, Answer{Set: LocalVIP}},
+		{"remapped LocalFirst endpoints, L empty: VIP_set", world{strategy: lf, remapped: true, localVIP: true, setVIP: true, fresh: true}, fellBack(SetVIP)},
+		{"remapped LocalFirst vip, L ready, no local Service: the next plugin", world{strategy: lf, vip: true, remapped: true, setVIP: true, local: 1}, Answer{}},
+		{"remapped LocalFirst vip, L empty, no VIP_set: the next plugin", world{strategy: lf, vip: true, remapped: true, localVIP: true, fresh: true}, Answer{}},
+		{"remapped headless: L ∪ R, on the pods' own ports", world{strategy: ral, headless: true, remapped: true, local: 1, fresh: true}, Answer{Set: LocalAndFresh}},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			if got := Service(new(row.w.rules()), row.w.endpoints()); got != row.want {
@@ -93,9 +102,9 @@ func TestFixed(t *testing.T) {
 			}
 		}
 	}
-	for bits := range 1 << 6 {
+	for bits := range 1 << 7 {
 		b := func(i int) bool { return bits&(1<<i) != 0 }
-		r := Rules{LocalFirst: b(0), AnswerVIP: b(1), Headless: b(2), LocalVIP: b(3), SetVIP: b(4), MinReady: 1 + bits>>5}
+		r := Rules{LocalFirst: b(0), AnswerVIP: b(1), Headless: b(2), LocalVIP: b(3), SetVIP: b(4), Remapped: b(5), MinReady: 1 + bits>>6}
 		fixed, ok := Fixed(&r)
 		answers := map[Answer]bool{}
 		for _, e := range endpoints {
@@ -128,6 +137,7 @@ func TestEndpoint(t *testing.T) {
 		{"LocalFirst vip, remote only: R's endpoints", world{strategy: lf, vip: true, localVIP: true, setVIP: true, fresh: true}, fellBack(Fresh)},
 		{"LocalFirst, stale only: the stale", world{strategy: lf, stale: true}, fellBack(Stale)},
 		{"none: the next plugin", world{strategy: lf, vip: true, localVIP: true, setVIP: true}, Answer{}},
+		{"remapped, remote only: R's endpoints, a pod's name on its own ports", world{strategy: ral, remapped: true, setVIP: true, fresh: true}, Answer{Set: LocalAndFresh}},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			if got := Endpoint(new(row.w.rules()), row.w.endpoints()); got != row.want {
@@ -169,5 +179,26 @@ func TestServiceAllocatesNothing(t *testing.T) {
 	r, e := w.rules(), w.endpoints()
 	if n := testing.AllocsPerRun(100, func() { Service(&r, e) }); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+// An endpoint port is remapped when it stands for a service port, by name
+// and protocol, under another number.
+func TestRemapped(t *testing.T) {
+	service := []Port{{Name: "http", Protocol: "TCP", Number: 80}, {Name: "dns", Protocol: "UDP", Number: 53}}
+	for _, row := range []struct {
+		p    Port
+		want bool
+	}{
+		{Port{Name: "http", Protocol: "TCP", Number: 80}, false},
+		{Port{Name: "http", Protocol: "TCP", Number: 8080}, true},
+		{Port{Name: "HTTP", Number: 8080}, true}, // names match case-insensitively, "" is TCP
+		{Port{Name: "dns", Protocol: "UDP", Number: 5353}, true},
+		{Port{Name: "dns", Protocol: "TCP", Number: 5353}, false}, // no such service port
+		{Port{Name: "metrics", Protocol: "TCP", Number: 9090}, false},
+	} {
+		if got := Remapped(service, row.p); got != row.want {
+			t.Errorf("%+v: got %t, want %t", row.p, got, row.want)
+		}
 	}
 }
