@@ -73,6 +73,6 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams), newDiagnose(flags, streams), newGather(flags, streams))
+	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams), newDiagnose(flags, streams), newGather(flags, streams), newVerify(flags, streams))
 	return root
 }
