@@ -208,12 +208,11 @@ func (r *verifyRun) verify(ctx context.Context, cleanupTimeout time.Duration, pr
 	say := func(s string) { fmt.Fprintln(progress, "verify: "+s) }
 	defer func() {
 		say("cleaning up")
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		v.add(stepCheck("", "cleanup", "everything labelled "+verifyLabel+"="+verifyManager, "", r.cleanup(ctx)))
+		err := r.cleanupWithin(context.WithoutCancel(ctx), cleanupTimeout)
+		v.add(stepCheck("", "cleanup", "everything labelled "+verifyLabel+"="+verifyManager, "", err))
 	}()
 	say("removing what an earlier run left")
-	if err := r.within(ctx, r.cleanup); err != nil {
+	if err := r.cleanupWithin(ctx, r.timeout); err != nil {
 		v.add(stepCheck("", "leftovers of an earlier run removed", "", "", err))
 		return v
 	}

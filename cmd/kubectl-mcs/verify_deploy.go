@@ -212,12 +212,10 @@ func (r *verifyRun) client() *corev1.Pod {
 	}
 }
 
-// observe waits, within the run's timeout, for each provider's server and
-// each consumer's client to be ready and for each consumer's imports, and
-// reads what the plan needs; each wait is a check.
+// observe waits for each provider's server and each consumer's client to
+// be ready and for each consumer's imports, each within the run's timeout,
+// and reads what the plan needs; each wait is a check.
 func (r *verifyRun) observe(ctx context.Context) (*observed, []VerifyCheck) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
 	o := &observed{namespace: r.namespace, providers: r.providers, consumers: r.consumers,
 		servers: map[string][]string{}, localVIPs: map[string][]string{}, imports: map[string]map[string][]string{}, answerVIPs: map[string]bool{}}
 	var checks []VerifyCheck
@@ -250,7 +248,7 @@ func (r *verifyRun) observe(ctx context.Context) (*observed, []VerifyCheck) {
 func (r *verifyRun) ready(ctx context.Context, cluster, role string, want int) ([]string, error) {
 	var ips []string
 	var last error
-	err := wait.PollUntilContextCancel(ctx, r.poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
 		ips, last = nil, nil
 		pods, err := r.members[cluster].kube.CoreV1().Pods(r.namespace).List(ctx, verifySelector(component+"="+role))
 		if err != nil {
@@ -279,7 +277,7 @@ func (r *verifyRun) ready(ctx context.Context, cluster, role string, want int) (
 
 // gone waits until cluster has no server pod left.
 func (r *verifyRun) gone(ctx context.Context, cluster string) error {
-	err := wait.PollUntilContextCancel(ctx, r.poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := r.members[cluster].kube.CoreV1().Pods(r.namespace).List(ctx, verifySelector(component+"=server"))
 		return err == nil && len(pods.Items) == 0, nil
 	})
@@ -294,7 +292,7 @@ func (r *verifyRun) gone(ctx context.Context, cluster string) error {
 func (r *verifyRun) imported(ctx context.Context, c, svc string) ([]string, error) {
 	var ips []string
 	var last error
-	err := wait.PollUntilContextCancel(ctx, r.poll, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
 		imp, err := r.members[c].mcs.MulticlusterV1beta1().ServiceImports(r.namespace).Get(ctx, svc, metav1.GetOptions{})
 		switch {
 		case err != nil:
@@ -431,6 +429,13 @@ func (r *verifyRun) cleanup(ctx context.Context) error {
 		return fmt.Errorf("still there: %s (a MultiClusterService waits for mcs-controller to drop its finalizer)", strings.Join(left, ", "))
 	}
 	return nil
+}
+
+// cleanupWithin is cleanup with a timeout of its own.
+func (r *verifyRun) cleanupWithin(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.cleanup(ctx)
 }
 
 // leftovers are the objects of verify's label in every cluster, sorted.

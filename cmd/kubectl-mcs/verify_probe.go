@@ -190,7 +190,7 @@ func (r *verifyRun) failover(ctx context.Context, o *observed) []VerifyCheck {
 		target := r.namespace + "/" + verifyServer
 		err := r.scale(ctx, c, 0)
 		if err == nil {
-			err = r.within(ctx, func(ctx context.Context) error { return r.gone(ctx, c) })
+			err = r.gone(ctx, c)
 		}
 		out = append(out, stepCheck(c, "failover: server scaled to 0", target, "", err))
 		if err != nil {
@@ -198,12 +198,8 @@ func (r *verifyRun) failover(ctx context.Context, o *observed) []VerifyCheck {
 		}
 		out = append(out, r.probeAll(ctx, o.withoutServer(c).failoverPlan(c), "failover")...)
 		var ips []string
-		err = r.scale(ctx, c, 1)
-		if err == nil {
-			err = r.within(ctx, func(ctx context.Context) (err error) {
-				ips, err = r.ready(ctx, c, "server", 1)
-				return err
-			})
+		if err = r.scale(ctx, c, 1); err == nil {
+			ips, err = r.ready(ctx, c, "server", 1)
 		}
 		out = append(out, stepCheck(c, "failback: server ready again", target, strings.Join(ips, ", "), err))
 		if err != nil {
@@ -213,13 +209,6 @@ func (r *verifyRun) failover(ctx context.Context, o *observed) []VerifyCheck {
 		out = append(out, r.probeAll(ctx, o.failoverPlan(c), "failback")...)
 	}
 	return out
-}
-
-// within runs f with the run's timeout.
-func (r *verifyRun) within(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return f(ctx)
 }
 
 // stepCheck is a step of the run as a check: ok, or its error.
