@@ -101,7 +101,7 @@ func (p *probe) compare(got []string) error {
 		return nil
 	}
 	if len(got) == 0 || !slices.Contains(p.want, got[0]) {
-		return fmt.Errorf("reached %s, want %s", orNone(strings.Join(got, ", ")), strings.Join(p.want, " or "))
+		return fmt.Errorf("reached %s, want %s", orNone(strings.Join(got, ", ")), cmp.Or(strings.Join(p.want, " or "), "a provider with its server ready, and there is none"))
 	}
 	return nil
 }
