@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -440,5 +441,25 @@ member2  dns A         mcs-verify.v.svc.clusterset.local.  FAIL    -
 		if !strings.Contains(out.String(), key) {
 			t.Errorf("JSON without %s:\n%s", key, out.String())
 		}
+	}
+}
+
+func TestVerifyFlags(t *testing.T) {
+	o := &verifyOptions{statusOptions: statusOptions{members: []string{"member2", "member1"}, hubOptions: hubOptions{controllerNamespace: "mcs-system"}}}
+	if got, err := o.among("--providers", nil); err != nil || !slices.Equal(got, []string{"member1", "member2"}) {
+		t.Errorf("no --providers: %v, %v, want every member, sorted", got, err)
+	}
+	if _, err := o.among("--consumers", []string{"member1", "member9"}); err == nil || !strings.Contains(err.Error(), "--consumers: member9 is not a member (members: member2, member1)") {
+		t.Errorf("an unknown consumer: %v", err)
+	}
+	o.members = nil
+	if _, err := o.among("--providers", nil); err == nil || !strings.Contains(err.Error(), "no members (none on the hub in --controller-namespace mcs-system") {
+		t.Errorf("no members: %v", err)
+	}
+	var out bytes.Buffer
+	root := newRoot(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"verify", "-o", "yaml"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "-o yaml: json") {
+		t.Errorf("-o yaml: %v", err)
 	}
 }
