@@ -270,7 +270,7 @@ func (r *verifyRun) ready(ctx context.Context, cluster, role string, want int) (
 		return last == nil, nil
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("not ready within %s", r.timeout), last)
+		return nil, fmt.Errorf("not ready within %s: %w (kubectl --context %s -n %s get events says why)", r.timeout, cmp.Or(last, err), cluster, r.namespace)
 	}
 	return ips, nil
 }
@@ -305,7 +305,7 @@ func (r *verifyRun) imported(ctx context.Context, c, svc string) ([]string, erro
 		return last == nil, nil
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("not imported within %s (is mcs-controller running? kubectl mcs diagnose %s -n %s)", r.timeout, svc, r.namespace), last)
+		return nil, fmt.Errorf("not imported within %s: %w (kubectl mcs diagnose %s -n %s says why)", r.timeout, cmp.Or(last, err), svc, r.namespace)
 	}
 	return ips, nil
 }

@@ -77,8 +77,11 @@ func (r *verifyRun) probe(ctx context.Context, p probe, phase string) VerifyChec
 	start := time.Now()
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
-		c.Got, last = r.ask(ctx, p)
-		if last == nil {
+		got, err := r.ask(ctx, p)
+		if err != nil && ctx.Err() != nil && last != nil {
+			return false, nil // the timeout cut this try short: the last whole one says more
+		}
+		if c.Got, last = got, err; last == nil {
 			last = p.compare(c.Got)
 		}
 		return last == nil, nil
@@ -129,7 +132,7 @@ func digCommand(name string, qtype uint16) []string {
 }
 
 func connectCommand(name string) []string {
-	return []string{"/bin/sh", "-c", "echo verify | nc -w 3 " + name + " " + strconv.Itoa(verifyPort)}
+	return []string{"/bin/sh", "-c", "echo verify | nc -v -w 3 " + name + " " + strconv.Itoa(verifyPort)} // -v: why it failed, on stderr
 }
 
 var digStatus = regexp.MustCompile(`status: ([A-Z]+)`)
