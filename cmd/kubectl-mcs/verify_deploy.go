@@ -249,30 +249,45 @@ func (r *verifyRun) ready(ctx context.Context, cluster, role string, want int) (
 	var ips []string
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
-		ips, last = nil, nil
-		pods, err := r.members[cluster].kube.CoreV1().Pods(r.namespace).List(ctx, verifySelector(component+"="+role))
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !podReady(&p) || p.Status.PodIP == "" {
-				last = fmt.Errorf("pod %s: %s, not ready", p.Name, cmp.Or(string(p.Status.Phase), "pending"))
-				continue
-			}
-			for _, ip := range p.Status.PodIPs {
-				ips = append(ips, ip.IP)
-			}
-		}
-		if len(pods.Items) != want && last == nil {
-			last = fmt.Errorf("%d pods, want %d", len(pods.Items), want)
-		}
-		return last == nil, nil
+		got, err := r.readyPods(ctx, cluster, role, want)
+		ips, last = got, keep(ctx, last, err)
+		return err == nil, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("not ready within %s: %w (kubectl --context %s -n %s get events says why)", r.timeout, cmp.Or(last, err), cluster, r.namespace)
 	}
 	return ips, nil
+}
+
+// readyPods are the addresses of cluster's pods of role, or why they are
+// not want pods, each Running and Ready.
+func (r *verifyRun) readyPods(ctx context.Context, cluster, role string, want int) ([]string, error) {
+	pods, err := r.members[cluster].kube.CoreV1().Pods(r.namespace).List(ctx, verifySelector(component+"="+role))
+	if err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !podReady(&p) || p.Status.PodIP == "" {
+			return nil, fmt.Errorf("pod %s: %s, not ready", p.Name, cmp.Or(string(p.Status.Phase), "pending"))
+		}
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+	}
+	if len(pods.Items) != want {
+		return nil, fmt.Errorf("%d pods, want %d", len(pods.Items), want)
+	}
+	return ips, nil
+}
+
+// keep is the error a try ended with, unless the timeout cut it short and
+// an earlier, whole try said more.
+func keep(ctx context.Context, last, err error) error {
+	if err != nil && ctx.Err() != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // gone waits until cluster has no server pod left.
@@ -296,13 +311,14 @@ func (r *verifyRun) imported(ctx context.Context, c, svc string) ([]string, erro
 		imp, err := r.members[c].mcs.MulticlusterV1beta1().ServiceImports(r.namespace).Get(ctx, svc, metav1.GetOptions{})
 		switch {
 		case err != nil:
-			last = err
+			last = keep(ctx, last, err)
+			return false, nil
 		case imp.Spec.Type != mcsv1b1.Headless && len(imp.Spec.IPs) == 0:
 			last = errors.New("the ServiceImport has no IPs yet")
-		default:
-			ips, last = imp.Spec.IPs, nil
+			return false, nil
 		}
-		return last == nil, nil
+		ips = imp.Spec.IPs
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("not imported within %s: %w (kubectl mcs diagnose %s -n %s says why)", r.timeout, cmp.Or(last, err), svc, r.namespace)

@@ -78,13 +78,10 @@ func (r *verifyRun) probe(ctx context.Context, p probe, phase string) VerifyChec
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, r.poll, r.timeout, true, func(ctx context.Context) (bool, error) {
 		got, err := r.ask(ctx, p)
-		if err != nil && ctx.Err() != nil && last != nil {
-			return false, nil // the timeout cut this try short: the last whole one says more
+		if last = keep(ctx, last, err); err == nil {
+			c.Got, last = got, p.compare(got)
 		}
-		if c.Got, last = got, err; last == nil {
-			last = p.compare(c.Got)
-		}
-		return last == nil, nil
+		return err == nil && last == nil, nil
 	})
 	if err == nil {
 		c.OK, c.Seconds = true, time.Since(start).Round(100*time.Millisecond).Seconds()

@@ -463,3 +463,25 @@ func TestVerifyFlags(t *testing.T) {
 		t.Errorf("-o yaml: %v", err)
 	}
 }
+
+// A try the timeout cut short says only that; the whole try before it
+// says why the wait failed.
+func TestVerifyKeepsTheLastWholeTry(t *testing.T) {
+	whole, cut := fmt.Errorf("0 pods, want 1"), context.DeadlineExceeded
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, c := range []struct {
+		ctx       context.Context
+		last, err error
+		want      error
+	}{
+		{done, whole, cut, whole},
+		{done, nil, cut, cut},
+		{t.Context(), whole, cut, cut},
+		{done, whole, nil, nil},
+	} {
+		if got := keep(c.ctx, c.last, c.err); got != c.want {
+			t.Errorf("keep(ctx done %t, %v, %v) = %v, want %v", c.ctx.Err() != nil, c.last, c.err, got, c.want)
+		}
+	}
+}
