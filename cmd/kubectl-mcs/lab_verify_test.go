@@ -119,12 +119,17 @@ func TestVerify(t *testing.T) {
 func verifyJSON(t *testing.T, args ...string) (*Verification, error) {
 	t.Helper()
 	out, err := kubectlMCS(t, append([]string{"verify"}, args...)...)
-	t.Logf("verify %s:\n%s", strings.Join(args, " "), out)
+	t.Logf("verify %s: %v", strings.Join(args, " "), err)
 	var v Verification
 	// the progress lines share the buffer with the JSON: it starts at the first {
 	if i := strings.Index(out, "{"); i < 0 || json.Unmarshal([]byte(out[i:]), &v) != nil {
 		t.Fatalf("verify printed no JSON (%v):\n%s", err, out)
 	}
+	var table strings.Builder
+	if terr := v.table(&table); terr != nil {
+		t.Fatal(terr)
+	}
+	t.Logf("as a table:\n%s", table.String())
 	return &v, err
 }
 
