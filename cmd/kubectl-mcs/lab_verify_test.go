@@ -85,7 +85,7 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("verify: %v, want its checks failed", err)
 		}
 		for _, c := range []string{labtest.Member1, labtest.Member2} {
-			if !hasFailed(v, c, "imported", refused+"/"+verifyExported) || !hasFailed(v, c, "dns A", verifyExported+"."+refused+".svc.clusterset.local.") {
+			if !hasFailed(v, c, "imported", refused+"/"+verifyExported, `"mcs-verify" not found`) || !hasFailed(v, c, "dns A", verifyExported+"."+refused+".svc.clusterset.local.") {
 				t.Errorf("%s: the import and the name of %s did not fail: %s", c, verifyExported, failedRows(v))
 			}
 		}
@@ -108,8 +108,11 @@ func TestVerify(t *testing.T) {
 		if !errors.Is(err, errChecksFailed) {
 			t.Fatalf("verify: %v, want its checks failed", err)
 		}
-		if !hasFailed(v, labtest.Member1, "server ready", empty+"/"+serverPod) || !hasFailed(v, labtest.Member2, "connect", verifyExported+"."+empty+".svc.clusterset.local.") {
-			t.Errorf("the server and the connection did not fail: %s", failedRows(v))
+		// Each says why: no pod, and kube-proxy refusing a VIP without
+		// endpoints.
+		if !hasFailed(v, labtest.Member1, "server ready", empty+"/"+serverPod, "0 pods, want 1") ||
+			!hasFailed(v, labtest.Member2, "connect", verifyExported+"."+empty+".svc.clusterset.local.", "Connection refused") {
+			t.Errorf("the server and the connection did not fail, saying why: %s", failedRows(v))
 		}
 		noneLeft(t, empty)
 	})
@@ -139,9 +142,12 @@ func hasCheck(v *Verification, cluster, check, target, got string) bool {
 	})
 }
 
-func hasFailed(v *Verification, cluster, check, target string) bool {
+// hasFailed: v has a failed check of cluster, check and target, whose
+// problem says each of why.
+func hasFailed(v *Verification, cluster, check, target string, why ...string) bool {
 	return slices.ContainsFunc(v.Checks, func(c VerifyCheck) bool {
-		return !c.OK && c.Cluster == cluster && c.Check == check && c.Target == target
+		return !c.OK && c.Cluster == cluster && c.Check == check && c.Target == target &&
+			!slices.ContainsFunc(why, func(w string) bool { return !strings.Contains(c.Problem, w) })
 	})
 }
 

@@ -281,10 +281,13 @@ func (r *verifyRun) readyPods(ctx context.Context, cluster, role string, want in
 	return ips, nil
 }
 
-// keep is the error a try ended with, unless the timeout cut it short and
-// an earlier, whole try said more.
+// keep is the error a try ended with, unless the timeout may have cut it
+// short (it ended within a second of the deadline: a client's rate limiter
+// and dialer give up before the context is done) and an earlier, whole try
+// said more.
 func keep(ctx context.Context, last, err error) error {
-	if err != nil && ctx.Err() != nil && last != nil {
+	deadline, ok := ctx.Deadline()
+	if err != nil && last != nil && (ctx.Err() != nil || ok && time.Until(deadline) < time.Second) {
 		return last
 	}
 	return err

@@ -470,6 +470,11 @@ func TestVerifyKeepsTheLastWholeTry(t *testing.T) {
 	whole, cut := fmt.Errorf("0 pods, want 1"), context.DeadlineExceeded
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
+	// a client gives up before the deadline it cannot make
+	closing, cancelClosing := context.WithTimeout(t.Context(), time.Second/2)
+	defer cancelClosing()
+	later, cancelLater := context.WithTimeout(t.Context(), time.Hour)
+	defer cancelLater()
 	for _, c := range []struct {
 		ctx       context.Context
 		last, err error
@@ -477,6 +482,8 @@ func TestVerifyKeepsTheLastWholeTry(t *testing.T) {
 	}{
 		{done, whole, cut, whole},
 		{done, nil, cut, cut},
+		{closing, whole, cut, whole},
+		{later, whole, cut, cut},
 		{t.Context(), whole, cut, cut},
 		{done, whole, nil, nil},
 	} {
