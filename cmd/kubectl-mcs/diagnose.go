@@ -61,7 +61,8 @@ func newDiagnose(flags *genericclioptions.ConfigFlags, streams genericiooptions.
   dns      for each --dns MEMBER=HOST:PORT, the answer coredns-mcs gives each of the service's names
            against the one it should give by the strategy, the Corefile's answer mode and the
            imported slices;
-  connect  what a connection needs, as objects tell it (no connection is made): each consumer's
+  connect  what a connection needs, as objects tell it (no connection is made here; kubectl mcs
+           verify makes real ones, with pods of its own): each consumer's
            imported endpoints carrying derived-<svc>'s ports; in each provider, a NetworkPolicy
            that selects the service's pods admitting traffic from outside the cluster (a WARN:
            diagnose cannot know the other clusters' pod CIDRs).

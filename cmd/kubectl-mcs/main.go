@@ -1,9 +1,11 @@
 // Command kubectl-mcs is the kubectl plugin of coredns-mcs (kubectl mcs):
 // join registers a member cluster with mcs-controller in one command, and
 // unjoin takes it back; status shows what every member holds of a
-// multi-cluster service, and diagnose checks what it needs. It reads kubeconfigs as kubectl does
-// (--kubeconfig, --context); -n is the service's namespace in every
-// subcommand.
+// multi-cluster service, diagnose checks what it needs, gather writes a
+// support bundle, and verify tests the live fleet with pods of its own. It
+// reads kubeconfigs as kubectl does (--kubeconfig, --context); -n is the
+// service's namespace in every subcommand that has a service, and the
+// namespace verify works in.
 package main
 
 import (
@@ -73,6 +75,6 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams), newDiagnose(flags, streams), newGather(flags, streams))
+	root.AddCommand(newJoin(flags, streams), newUnjoin(flags, streams), newStatus(flags, streams), newDiagnose(flags, streams), newGather(flags, streams), newVerify(flags, streams))
 	return root
 }
