@@ -210,6 +210,19 @@ func (w *writer) writeImport(ctx context.Context, verb string, have *mcsv1b1.Ser
 	return got, nil
 }
 
+// removeImport deletes the controller's ServiceImport of the service, and
+// empties a user's (emptyImport).
+func (w *writer) removeImport(ctx context.Context, name string) error {
+	switch imp := w.serviceImport(name); {
+	case imp == nil:
+		return nil
+	case ours(imp):
+		return w.deleteImport(ctx, imp)
+	default:
+		return w.emptyImport(ctx, imp)
+	}
+}
+
 func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
 	return w.drop("ServiceImport", imp, func(opts metav1.DeleteOptions) error {
 		return w.m.ServiceImports(w.namespace).Delete(ctx, imp.Name, opts)
