@@ -109,8 +109,8 @@ type Controller struct {
 	// firstSeen what this run noted of them, by key (ages.go).
 	ages      cache.SharedIndexInformer
 	firstSeen syncMap[string, map[string]time.Time]
-	// budgets pace each member's source changes, by member (budget.go).
-	budgets syncMap[string, *budget]
+	// perMember is what the controller notes of each member (state.go).
+	perMember *memberStates
 	// endpoints are what each member's exports cost (endpointbudget.go).
 	endpoints *endpointBudgets
 	// hubNamespaces are the hub's Namespaces, unless DefaultExports is
@@ -125,13 +125,6 @@ type Controller struct {
 	// lastValid holds, per key, the MultiClusterService's spec as it was
 	// when it was last valid (see followed).
 	lastValid syncMap[string, any]
-	// prunedFields holds, by member, the ServiceImport fields its CRD
-	// drops (imports.go).
-	prunedFields syncMap[string, prunedFields]
-	// registered holds the name of every member registered in this run:
-	// one no longer registered has left, and a spec that still names it
-	// is followed without it.
-	registered syncMap[string, bool]
 }
 
 // New makes a Controller; the registry's handlers must be the ones
@@ -150,10 +143,11 @@ func New(opts Options) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
 		crdPoll:   crdPoll,
-		endpoints: newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints),
+		perMember: &memberStates{changeRate: opts.ChangeRate},
 	}
+	c.endpoints = newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints, c.perMember)
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
-	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
+	c.fan = &fanout{members: c.perMember, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})
@@ -470,13 +464,10 @@ func (c *Controller) memberChanged(name string) {
 	c.enqueueAll()
 }
 
-// forget drops what the controller noted of a member that left: whether
-// it is slow, the fields its CRDs prune. A member registered again under
-// the name starts afresh.
+// forget drops what the controller noted of a member that left (state.go),
+// and its metric of exports over budget.
 func (c *Controller) forget(member string) {
-	c.fan.forget(member)
-	c.prunedFields.Delete(member)
-	c.budgets.Delete(member)
+	c.perMember.forget(member)
 	c.endpoints.forget(member)
 }
 

@@ -33,13 +33,12 @@ const memberWait = time.Second
 // writes a flight of their own, and notes which members are slow and what
 // each sync under way read (see memberWait).
 type fanout struct {
+	members *memberStates // whether each is slow
 	wait    time.Duration // memberWait, but for tests
 	clock   clock.WithTicker
 	requeue func(key string)
-	// flights are the members' writes under way; slow the members no
-	// sync waits for.
+	// flights are the members' writes under way.
 	flights syncMap[flight, bool]
-	slow    syncMap[string, bool]
 	slots   *slots
 	// reads holds, by key, what the sync of that key under way read of
 	// its sources.
@@ -80,7 +79,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			continue
 		}
 		go f.fly(fl, m, fn, landings)
-		if _, slow := f.slow.Load(m.Name); slow {
+		if f.slow(m.Name) {
 			f.notWaited(out, m.Name)
 			late++
 			continue
@@ -115,7 +114,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			f.requeue(key)
 		case <-timer.C():
 			for cluster := range waiting {
-				f.slow.Store(cluster, true)
+				f.members.of(cluster).slow.Store(true)
 				f.notWaited(out, cluster)
 			}
 			late += len(waiting)
@@ -136,7 +135,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 // for, and whether that is because the member is slow.
 func (f *fanout) notWaited(out *outcome, cluster string) {
 	why := ""
-	if _, slow := f.slow.Load(cluster); slow {
+	if f.slow(cluster) {
 		why = fmt.Sprintf("%s is slow: its API server took more than %s to write; the writes go on (for %s at most), and the service is synced again when they end", cluster, f.wait, applyTimeout)
 	}
 	out.wait(cluster, why)
@@ -160,12 +159,14 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	guarded(fl, m, fn, mine)
 	switch {
 	case f.clock.Since(began) > f.wait:
-		f.slow.Store(m.Name, true)
+		f.members.of(m.Name).slow.Store(true)
 	case mine.answered, mine.unreachable != nil, f.slots.alone(m.Name):
 		// A write answered in time; or the member is reported unreachable,
 		// not slow; or nothing of it was under way but these writes, which
 		// wrote nothing: nothing hangs there.
-		f.slow.Delete(m.Name)
+		if st, ok := f.members.get(m.Name); ok {
+			st.slow.Store(false)
+		}
 	}
 	f.flights.Delete(fl)
 	if key, ok := f.slots.give(m.Name); ok {
@@ -190,8 +191,11 @@ func guarded(fl flight, m *members.Member, fn func(*members.Member, *outcome), m
 	fn(m, mine)
 }
 
-// forget drops what was noted of a member that left.
-func (f *fanout) forget(member string) { f.slow.Delete(member) }
+// slow reports whether no sync waits for the member's writes.
+func (f *fanout) slow(cluster string) bool {
+	st, ok := f.members.get(cluster)
+	return ok && st.slow.Load()
+}
 
 // slots bound the services whose writes are under way in one member at
 // once. Past that, a member's API server only queues them (an initial sync

@@ -228,13 +228,22 @@ func TestSlotsLetGoOfWhatWaited(t *testing.T) {
 func TestLeftMemberForgotten(t *testing.T) {
 	f := newFixture(t, world{})
 	for _, cluster := range []string{"member9", m1} {
-		f.c.fan.slow.Store(cluster, true)
-		f.c.prunedFields.Store(cluster, prunedFields{status: true})
+		st := f.c.perMember.of(cluster)
+		st.slow.Store(true)
+		st.pruned.Store(&prunedFields{status: true})
 	}
 	f.c.memberChanged("member9") // not registered: it left
-	for name, left := range map[string][]string{
-		"slow": keys(&f.c.fan.slow), "prunedFields": keys(&f.c.prunedFields),
-	} {
+	var slow, pruned []string
+	f.c.perMember.by.Range(func(cluster string, st *memberState) bool {
+		if st.slow.Load() {
+			slow = append(slow, cluster)
+		}
+		if st.pruned.Load() != nil {
+			pruned = append(pruned, cluster)
+		}
+		return true
+	})
+	for name, left := range map[string][]string{"slow": slow, "prunedFields": pruned} {
 		if !slices.Equal(left, []string{m1}) {
 			t.Errorf("%s holds entries of %v, want member1's alone", name, left)
 		}
@@ -338,15 +347,6 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 	}
 }
 
-func keys[K comparable, V any](m *syncMap[K, V]) []K {
-	var out []K
-	m.Range(func(k K, _ V) bool {
-		out = append(out, k)
-		return true
-	})
-	return out
-}
-
 // A slow member stays slow until a write of its is answered within
 // memberWait: writes that wrote nothing there (a service it takes no part
 // in) say nothing of it, so no later sync waits for it again while its
@@ -368,7 +368,7 @@ func TestSlowUntilAWriteIsAnswered(t *testing.T) {
 	// baz writes nothing into member3: its flight there ends at once.
 	syncUnbounded(t, f, "demo/baz")
 	waitLanded(t, f, "demo/baz", m3)
-	if _, slow := f.c.fan.slow.Load(m3); !slow {
+	if !f.c.fan.slow(m3) {
 		t.Fatal("member3 is no longer slow after a sync that wrote nothing there, while its writes hang")
 	}
 	// bar's writes into member3 hang too: the sync does not wait for them.
@@ -381,7 +381,7 @@ func TestSlowUntilAWriteIsAnswered(t *testing.T) {
 	waitLanded(t, f, "demo/foo", m3)
 	waitLanded(t, f, "demo/bar", m3)
 	syncUnbounded(t, f, "demo/foo") // answered at once now
-	if _, slow := f.c.fan.slow.Load(m3); slow {
+	if f.c.fan.slow(m3) {
 		t.Error("member3 is still slow after its writes were answered at once")
 	}
 }

@@ -237,8 +237,10 @@ type prunedFields struct{ traffic, families, status bool }
 
 // prunedHere is what the writer's member drops.
 func (w *writer) prunedHere() prunedFields {
-	p, _ := w.pruned.Load(w.m.Name)
-	return p
+	if p := w.members.of(w.m.Name).pruned.Load(); p != nil {
+		return *p
+	}
+	return prunedFields{}
 }
 
 // drop leaves out of imp what its member drops.
@@ -272,6 +274,6 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 		(sent.Status.EndpointSliceObjects != "" && got.Status.EndpointSliceObjects == "")
 	if p != was {
 		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families, "status", p.status)
-		w.pruned.Store(w.m.Name, p)
+		w.members.of(w.m.Name).pruned.Store(&p)
 	}
 }

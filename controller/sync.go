@@ -164,7 +164,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	}
 	present := map[string]bool{}
 	for _, m := range c.opts.Members.List() {
-		c.registered.Store(m.Name, true)
+		c.perMember.registered.Store(m.Name, true)
 		if m.Retiring() {
 			// It takes part in nothing: applying the plan cleans it. Renamed
 			// (or while that cannot be told yet), its slices stay until its
@@ -185,7 +185,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		dm.Stale = stale
 		in.Members[m.Name] = dm
 	}
-	c.registered.Range(func(name string, _ bool) bool {
+	c.perMember.registered.Range(func(name string, _ bool) bool {
 		if !present[name] {
 			in.Left = append(in.Left, name)
 		}

@@ -19,11 +19,11 @@ import (
 // by the UID read. What to write, and when, is the object's file's.
 
 // writer writes one service's objects into one member. It remembers what
-// it wrote in track, and what the member's CRDs drop in pruned; out is the
-// outcome of the member's writes.
+// it wrote in track, and what the member's CRDs drop in its memberState;
+// out is the outcome of the member's writes.
 type writer struct {
 	track     *tracker
-	pruned    *syncMap[string, prunedFields]
+	members   *memberStates
 	m         *members.Member
 	namespace string
 	svcKey    string // the service's namespace/name
@@ -33,7 +33,7 @@ type writer struct {
 }
 
 func (c *Controller) writer(m *members.Member, namespace, name string, out *outcome) *writer {
-	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
+	return &writer{track: c.track, members: c.perMember, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
 }
 
 func (w *writer) key(kind, name string) trackKey {
