@@ -90,7 +90,7 @@ func (c *Controller) agesCached(k trackKey) *corev1.ConfigMap {
 // firstSeenOf is when each member was first seen providing the service:
 // what this run noted, else what the hub keeps.
 func (c *Controller) firstSeenOf(namespace, name string) map[string]time.Time {
-	if seen, ok := c.firstSeen.Load(namespace + "/" + name); ok {
+	if seen := c.perService.get(namespace + "/" + name).firstSeen; len(seen) > 0 {
 		return seen
 	}
 	return parseAges(c.agesRecord(namespace, name))
@@ -131,11 +131,7 @@ func (c *Controller) keepAges(ctx context.Context, in *desired.Input, plan *desi
 		return !member || m.Known && !slices.Contains(providers, cluster)
 	})
 	key := in.Namespace + "/" + in.Name
-	if len(seen) == 0 {
-		c.firstSeen.Delete(key)
-	} else {
-		c.firstSeen.Store(key, seen)
-	}
+	c.perService.update(key, func(s *serviceState) { s.firstSeen = seen })
 	return c.recordAges(ctx, in.Namespace, in.Name, seen)
 }
 
@@ -213,8 +209,5 @@ func (c *Controller) ageMembers(in *desired.Input) {
 // forgetAges drops what this run noted: after the shards held change,
 // another replica may have aged the services since.
 func (c *Controller) forgetAges() {
-	c.firstSeen.Range(func(k string, _ map[string]time.Time) bool {
-		c.firstSeen.Delete(k)
-		return true
-	})
+	c.perService.each(func(s *serviceState) { s.firstSeen = nil })
 }

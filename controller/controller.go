@@ -105,10 +105,9 @@ type Controller struct {
 	// hubServices are the hub's Services, by namespace synced.
 	hubServices  members.Scoped
 	hubFactories []informers.SharedInformerFactory
-	// ages are the hub's ConfigMaps of when exports were first seen, and
-	// firstSeen what this run noted of them, by key (ages.go).
-	ages      cache.SharedIndexInformer
-	firstSeen syncMap[string, map[string]time.Time]
+	// ages are the hub's ConfigMaps of when exports were first seen
+	// (ages.go).
+	ages cache.SharedIndexInformer
 	// perMember is what the controller notes of each member (state.go).
 	perMember *memberStates
 	// endpoints are what each member's exports cost (endpointbudget.go).
@@ -119,12 +118,8 @@ type Controller struct {
 	hubNamespaces        cache.SharedIndexInformer
 	hubNamespacesHandled cache.ResourceEventHandlerRegistration
 
-	// seen holds, per key, when a source slice change was first seen and
-	// not yet synced: the start of the propagation latency.
-	seen syncMap[string, time.Time]
-	// lastValid holds, per key, the MultiClusterService's spec as it was
-	// when it was last valid (see followed).
-	lastValid syncMap[string, any]
+	// perService is what the controller notes of each service (state.go).
+	perService *serviceStates
 }
 
 // New makes a Controller; the registry's handlers must be the ones
@@ -142,12 +137,13 @@ func New(opts Options) *Controller {
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
-		crdPoll:   crdPoll,
-		perMember: &memberStates{changeRate: opts.ChangeRate},
+		crdPoll:    crdPoll,
+		perMember:  &memberStates{changeRate: opts.ChangeRate},
+		perService: &serviceStates{},
 	}
 	c.endpoints = newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints, c.perMember)
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
-	c.fan = &fanout{members: c.perMember, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
+	c.fan = &fanout{members: c.perMember, services: c.perService, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})
@@ -421,7 +417,11 @@ func (c *Controller) sliceEvent(cluster string, obj any) {
 		return
 	}
 	key := a.namespace + "/" + svc
-	c.seen.LoadOrStore(key, time.Now())
+	c.perService.update(key, func(s *serviceState) {
+		if s.seen.IsZero() {
+			s.seen = time.Now()
+		}
+	})
 	c.sourceChanged(cluster, key)
 	// A sync of the key that waits for a member's writes ends its wait,
 	// so that the change goes to every other member at once (fanout.go).

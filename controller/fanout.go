@@ -40,9 +40,9 @@ type fanout struct {
 	// flights are the members' writes under way.
 	flights syncMap[flight, bool]
 	slots   *slots
-	// reads holds, by key, what the sync of that key under way read of
-	// its sources.
-	reads syncMap[string, *reading]
+	// services hold what the sync of each key under way read of its
+	// sources.
+	services *serviceStates
 	// waitsFor, when set, is told which members a sync of key waits for,
 	// each time that changes: the tests step their clock by it.
 	waitsFor func(key string, waiting map[string]bool)
@@ -89,7 +89,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 	timer := f.clock.NewTimer(f.wait)
 	defer timer.Stop()
 	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
-	if r, ok := f.reads.Load(key); ok {
+	if r := f.services.get(key).reading; r != nil {
 		changed = r.changed
 	}
 	for len(waiting) > 0 {
@@ -279,15 +279,21 @@ type reading struct {
 // until done is called.
 func (f *fanout) readSources(key string, in *desired.Input) (done func()) {
 	r := &reading{members: in.Members, changed: make(chan struct{})}
-	f.reads.Store(key, r)
-	return func() { f.reads.CompareAndDelete(key, r) }
+	f.services.update(key, func(s *serviceState) { s.reading = r })
+	return func() {
+		f.services.update(key, func(s *serviceState) {
+			if s.reading == r {
+				s.reading = nil
+			}
+		})
+	}
 }
 
 // sourceChanged tells the sync of key, if one runs, of a source slice
 // delivered by cluster's informer.
 func (f *fanout) sourceChanged(key, cluster string, obj metav1.Object) {
-	r, ok := f.reads.Load(key)
-	if !ok {
+	r := f.services.get(key).reading
+	if r == nil {
 		return
 	}
 	read := slices.ContainsFunc(r.members[cluster].Slices, func(s *discoveryv1.EndpointSlice) bool {

@@ -314,7 +314,7 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 // informer calls its handlers after its cache has the change, so the sync
 // may have read it first. A newer version, or another slice, does.
 func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
-	c := &fanout{}
+	c := &fanout{services: &serviceStates{}}
 	read := slice("foo", "foo-1", 1, "10.1.0.1")
 	read.ResourceVersion = "5"
 	for _, tc := range []struct {
@@ -326,7 +326,7 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		{"another slice", "foo-2", "5", true},
 	} {
 		done := c.readSources("demo/foo", &desired.Input{Members: map[string]desired.Member{m1: {Slices: []*discoveryv1.EndpointSlice{read}}}})
-		r, _ := c.reads.Load("demo/foo")
+		r := c.services.get("demo/foo").reading
 		delivered := slice("foo", tc.slice, 1)
 		delivered.ResourceVersion = tc.rv
 		c.sourceChanged("demo/foo", m1, delivered)
@@ -342,7 +342,7 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		}
 		done()
 	}
-	if _, ok := c.reads.Load("demo/foo"); ok {
+	if c.services.get("demo/foo").reading != nil {
 		t.Error("what the sync read is kept after it ended")
 	}
 }

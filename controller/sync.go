@@ -25,7 +25,8 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	if err != nil {
 		return nil // not a key this controller queued; retrying cannot help
 	}
-	seen, _ := c.seen.LoadAndDelete(key) // zero: no source change seen
+	var seen time.Time // zero: no source change seen
+	c.perService.update(key, func(s *serviceState) { seen, s.seen = s.seen, time.Time{} })
 	c.unpaced(key)
 
 	mcs := c.hubMCSOf(namespace, name)
@@ -99,7 +100,7 @@ func (c *Controller) recheckStale(key string, plan *desired.Plan) {
 	}
 }
 
-// keptValid is what lastValid keeps of a valid MultiClusterService: the
+// keptValid is what serviceState.lastValid keeps of a valid MultiClusterService: the
 // hub cache's packed object when it is that very version, which costs
 // nothing while it stays the cache's, else a copy of its spec. The sync's
 // own decoded copy, kept for a fleet's thousands, would cost megabytes.
@@ -133,12 +134,13 @@ func (c *Controller) hubMCSOf(namespace, name string) *v1alpha1.MultiClusterServ
 func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan) *desired.Plan {
 	switch {
 	case in.MCS == nil:
-		c.lastValid.Delete(key)
+		c.perService.update(key, func(s *serviceState) { s.lastValid = nil })
 	case plan.Invalid == "":
-		c.lastValid.Store(key, c.keptValid(in.MCS))
+		kept := c.keptValid(in.MCS)
+		c.perService.update(key, func(s *serviceState) { s.lastValid = kept })
 	default:
-		last, ok := c.lastValid.Load(key)
-		if !ok {
+		last := c.perService.get(key).lastValid
+		if last == nil {
 			return plan
 		}
 		prev := *in
