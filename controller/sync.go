@@ -16,6 +16,48 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
+// work runs syncs until the queue shuts down: one key at a time, each
+// retried with back-off while it fails.
+func (c *Controller) work(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	c.retireCleaned()
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	klog.ErrorS(err, "Sync failed, will retry", "service", key, "retries", c.queue.NumRequeues(key))
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// retireCleaned lets a retiring member go once it holds nothing the
+// controller wrote in the namespaces it syncs, or, renamed, once its
+// successor has synced (rename.go). Every deletion of such an
+// object queues its service again, so the check after the last one sees
+// the member empty.
+func (c *Controller) retireCleaned() {
+	for _, m := range c.opts.Members.List() {
+		if !m.Retiring() {
+			continue
+		}
+		succ, pending := c.successor(m)
+		switch {
+		case succ != nil && succ.Synced(), succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
+			c.opts.Members.Retired(m.Name)
+		}
+	}
+}
+
 // sync makes every member hold what service key (namespace/name) needs:
 // read the caches, compute the plan, write the difference, report.
 func (c *Controller) sync(ctx context.Context, key string) (err error) {
