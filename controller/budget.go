@@ -67,8 +67,8 @@ func (c *Controller) sourceChanged(cluster, key string) {
 }
 
 // unpaced lets key's next change be queued anew: its sync has begun.
-func (c *Controller) unpaced(key string) {
-	c.perMember.by.Range(func(_ string, st *memberState) bool {
+func (s *memberStates) unpaced(key string) {
+	s.by.Range(func(_ string, st *memberState) bool {
 		b := st.changes
 		b.mu.Lock()
 		delete(b.waiting, key)
@@ -78,12 +78,11 @@ func (c *Controller) unpaced(key string) {
 }
 
 // paced lists the clusters among these whose changes had to wait within
-// pacedFor.
-func (c *Controller) paced(clusters []string) []string {
+// pacedFor before now.
+func (s *memberStates) paced(clusters []string, now time.Time) []string {
 	var out []string
-	now := c.opts.Clock.Now()
 	for _, cl := range clusters {
-		if st, ok := c.perMember.get(cl); ok {
+		if st, ok := s.get(cl); ok {
 			b := st.changes
 			b.mu.Lock()
 			if !b.paced.IsZero() && now.Sub(b.paced) <= pacedFor {

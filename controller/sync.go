@@ -69,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 	var seen time.Time // zero: no source change seen
 	c.perService.update(key, func(s *serviceState) { seen, s.seen = s.seen, time.Time{} })
-	c.unpaced(key)
+	c.perMember.unpaced(key)
 
 	mcs := c.hubMCSOf(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
@@ -89,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	c.recheckStale(key, followed)
 	out := outcome{}
 	if plan.Import != nil {
-		out.paced = c.paced(plan.Import.Clusters)
+		out.paced = c.perMember.paced(plan.Import.Clusters, c.opts.Clock.Now())
 	}
 	var agesErr error
 	// A service no member may export (protected, its name too long)
