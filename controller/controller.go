@@ -103,7 +103,7 @@ type Controller struct {
 	hubFactories []informers.SharedInformerFactory
 	// ages are the hub's ConfigMaps of when exports were first seen
 	// (ages.go).
-	ages cache.SharedIndexInformer
+	ages *exportAges
 	// perMember is what the controller notes of each member (state.go).
 	perMember *memberStates
 	// endpoints are what each member's exports cost (endpointbudget.go).
@@ -193,7 +193,7 @@ func (c *Controller) start(ctx context.Context) error {
 	for _, f := range c.hubFactories {
 		f.Start(ctx.Done())
 	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.HasSynced, c.hubNamespacesSynced) {
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.informer.HasSynced, c.hubNamespacesSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
 	if err := c.watchMCS(ctx); err != nil {
@@ -238,7 +238,7 @@ func (c *Controller) Synced() error {
 		return fmt.Errorf("the hub's MultiClusterServices have not been listed")
 	case !c.hubServices.HasSynced():
 		return fmt.Errorf("the hub's Services have not been listed")
-	case !c.ages.HasSynced():
+	case !c.ages.informer.HasSynced():
 		return fmt.Errorf("the hub's ConfigMaps of export ages have not been listed")
 	case !c.hubNamespacesSynced():
 		return fmt.Errorf("the hub's Namespaces have not been listed")

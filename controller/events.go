@@ -185,7 +185,7 @@ func (c *Controller) requeueUnseen(k trackKey, w tracked) {
 	case k == mcsKey(k.namespace, k.name):
 		cached = nilIfNone(c.hub.get(k.namespace, k.name))
 	case k.kind == "ConfigMap":
-		cached = nilIfNone(c.agesCached(k))
+		cached = nilIfNone(c.ages.cached(k))
 	case m == nil:
 		return // it left
 	case k.kind == "Namespace":
@@ -220,7 +220,7 @@ func nilIfNone[P interface {
 // Resync queues every service: those of the shards just held too, whose
 // export ages are read from the hub again.
 func (c *Controller) Resync() {
-	c.forgetAges()
+	c.ages.forget()
 	c.enqueueAll()
 }
 

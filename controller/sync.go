@@ -81,7 +81,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
-	c.ageMembers(in)
+	c.ages.ageMembers(in)
 	c.budgetEndpoints(in)
 	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
@@ -97,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	if followed.Invalid == "" || followed.Unexportable != nil {
 		c.applyMembers(ctx, namespace, name, followed, &out, seen)
 		c.reportExports(ctx, namespace, name, followed, &out)
-		agesErr = c.keepAges(ctx, in, followed)
+		agesErr = c.ages.keep(ctx, in, followed)
 	}
 	if mcs != nil {
 		if err := c.report(ctx, mcs, plan, &out); err != nil {
