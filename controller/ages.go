@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
-	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
 // Who was first is decided on the hub. KEP-1645's "oldest export wins"
@@ -196,19 +194,9 @@ func (a *exportAges) writeOne(verb string, cm *corev1.ConfigMap, write func() (*
 	if verb == "delete" && apierrors.IsNotFound(err) {
 		err = nil
 	}
-	members.CountWrite("hub", "ConfigMap", verb, err)
-	if err != nil {
-		return fmt.Errorf("%s ConfigMap %s, the ages of the service's exports: %w", verb, key(cm), err)
-	}
 	k := trackKey{cluster: "hub", kind: "ConfigMap", namespace: cm.Namespace, name: cm.Name}
 	namespace, name, _ := agesService(cm.Name)
-	service := namespace + "/" + name
-	if got == nil {
-		a.track.deleted(k, cm.UID)
-	} else {
-		a.track.wrote(k, got, service)
-	}
-	return nil
+	return hubWrote(a.track, k, cm, nilIfNone(got), namespace+"/"+name, verb, "ConfigMap "+key(cm)+", the ages of the service's exports", err)
 }
 
 // ageMembers sets each member's FirstSeen in the sync's input.

@@ -11,7 +11,9 @@ import (
 // What the controller notes of each member is one memberState, owned by
 // memberStates: a new fact of a member is a field here, and a member
 // that leaves is forgotten by dropping its value. The files that use a
-// field say what it means.
+// field say what it means. Not here: the writes under way (fanout.go's
+// flights and slots), which end by themselves and must be counted out
+// after their member left, and the tracker's writes, by object.
 
 // memberState is what the controller notes of one member.
 type memberState struct {

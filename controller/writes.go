@@ -156,3 +156,20 @@ func hasLabels(o metav1.Object, labels map[string]string) bool {
 	}
 	return true
 }
+
+// hubWrote counts one write of the hub's object o, what names it in an
+// error, and tracks what the API server returned (got; nil: o deleted)
+// until the informer delivers it. service is the key of the service the
+// write was for.
+func hubWrote(t *tracker, k trackKey, o, got metav1.Object, service, verb, what string, err error) error {
+	members.CountWrite("hub", k.kind, verb, err)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, what, err)
+	}
+	if got == nil {
+		t.deleted(k, o.GetUID())
+	} else {
+		t.wrote(k, got, service)
+	}
+	return nil
+}
