@@ -37,12 +37,12 @@ const agesPrefix = "export-ages."
 // exportAges keeps the hub's ages ConfigMaps of this replica's services,
 // and reads them with what this run noted (serviceState.firstSeen).
 type exportAges struct {
-	informer  cache.SharedIndexInformer
-	hub       kubernetes.Interface
-	namespace string // the controller's, which holds them
-	track     *tracker
-	services  *serviceStates
-	clock     clock.PassiveClock
+	informer   cache.SharedIndexInformer
+	hub        kubernetes.Interface
+	namespace  string // the controller's, which holds them
+	track      *tracker
+	perService *serviceStates
+	clock      clock.PassiveClock
 }
 
 // watchAges makes the informer of the ages ConfigMaps. One someone else
@@ -60,7 +60,7 @@ func (c *Controller) watchAges() {
 		}))
 	c.hubFactories = append(c.hubFactories, f)
 	c.ages = &exportAges{informer: f.Core().V1().ConfigMaps().Informer(), hub: c.opts.HubKube, namespace: c.opts.Namespace,
-		track: c.track, services: c.perService, clock: c.opts.Clock}
+		track: c.track, perService: c.perService, clock: c.opts.Clock}
 	_, _ = c.ages.informer.AddEventHandler(handler.Events(func(obj any, gone bool) {
 		o, ok := handler.Unwrap(obj).(metav1.Object)
 		if !ok {
@@ -103,7 +103,7 @@ func (a *exportAges) cached(k trackKey) *corev1.ConfigMap {
 // firstSeenOf is when each member was first seen providing the service:
 // what this run noted, else what the hub keeps.
 func (a *exportAges) firstSeenOf(namespace, name string) map[string]time.Time {
-	if seen := a.services.get(namespace + "/" + name).firstSeen; len(seen) > 0 {
+	if seen := a.perService.get(namespace + "/" + name).firstSeen; len(seen) > 0 {
 		return seen
 	}
 	return parseAges(a.record(namespace, name))
@@ -144,7 +144,7 @@ func (a *exportAges) keep(ctx context.Context, in *desired.Input, plan *desired.
 		return !member || m.Known && !slices.Contains(providers, cluster)
 	})
 	key := in.Namespace + "/" + in.Name
-	a.services.update(key, func(s *serviceState) { s.firstSeen = seen })
+	a.perService.update(key, func(s *serviceState) { s.firstSeen = seen })
 	return a.write(ctx, in.Namespace, in.Name, seen)
 }
 
@@ -212,5 +212,5 @@ func (a *exportAges) ageMembers(in *desired.Input) {
 // forget drops what this run noted: after the shards held change,
 // another replica may have aged the services since.
 func (a *exportAges) forget() {
-	a.services.each(func(s *serviceState) { s.firstSeen = nil })
+	a.perService.each(func(s *serviceState) { s.firstSeen = nil })
 }

@@ -139,7 +139,7 @@ func New(opts Options) *Controller {
 	}
 	c.endpoints = newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints, c.perMember)
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
-	c.fan = &fanout{members: c.perMember, services: c.perService, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
+	c.fan = &fanout{perMember: c.perMember, perService: c.perService, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})

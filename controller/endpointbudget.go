@@ -50,7 +50,7 @@ type endpointBudgets struct {
 	// 0: no bound.
 	perService int
 	mu         sync.Mutex // guards every member's memberBudget
-	members    *memberStates
+	perMember  *memberStates
 }
 
 // memberBudget is one member's exports, by service key.
@@ -80,8 +80,8 @@ var exportsOverBudget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { legacyregistry.RawMustRegister(exportsOverBudget) }
 
-func newEndpointBudgets(max, perService int, members *memberStates) *endpointBudgets {
-	return &endpointBudgets{max: max, perService: perService, members: members}
+func newEndpointBudgets(max, perService int, perMember *memberStates) *endpointBudgets {
+	return &endpointBudgets{max: max, perService: perService, perMember: perMember}
 }
 
 // touched notes an event of the member's export (export set), Service or
@@ -123,7 +123,7 @@ func (b *endpointBudgets) forget(cluster string) {
 	exportsOverBudget.DeleteLabelValues(cluster)
 }
 
-func (b *endpointBudgets) of(cluster string) *memberBudget { return b.members.of(cluster).endpoints }
+func (b *endpointBudgets) of(cluster string) *memberBudget { return b.perMember.of(cluster).endpoints }
 
 // place records what the member's export of service key costs as a sync
 // read it, and returns whether key is left out and the other keys whose

@@ -33,16 +33,16 @@ const memberWait = time.Second
 // writes a flight of their own, and notes which members are slow and what
 // each sync under way read (see memberWait).
 type fanout struct {
-	members *memberStates // whether each is slow
-	wait    time.Duration // memberWait, but for tests
-	clock   clock.WithTicker
-	requeue func(key string)
+	perMember *memberStates // whether each is slow
+	wait      time.Duration // memberWait, but for tests
+	clock     clock.WithTicker
+	requeue   func(key string)
 	// flights are the members' writes under way.
 	flights syncMap[flight, bool]
 	slots   *slots
 	// services hold what the sync of each key under way read of its
 	// sources.
-	services *serviceStates
+	perService *serviceStates
 	// waitsFor, when set, is told which members a sync of key waits for,
 	// each time that changes: the tests step their clock by it.
 	waitsFor func(key string, waiting map[string]bool)
@@ -89,7 +89,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 	timer := f.clock.NewTimer(f.wait)
 	defer timer.Stop()
 	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
-	if r := f.services.get(key).reading; r != nil {
+	if r := f.perService.get(key).reading; r != nil {
 		changed = r.changed
 	}
 	for len(waiting) > 0 {
@@ -114,7 +114,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			f.requeue(key)
 		case <-timer.C():
 			for cluster := range waiting {
-				f.members.of(cluster).slow.Store(true)
+				f.perMember.of(cluster).slow.Store(true)
 				f.notWaited(out, cluster)
 			}
 			late += len(waiting)
@@ -159,12 +159,12 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	guarded(fl, m, fn, mine)
 	switch {
 	case f.clock.Since(began) > f.wait:
-		f.members.of(m.Name).slow.Store(true)
+		f.perMember.of(m.Name).slow.Store(true)
 	case mine.answered, mine.unreachable != nil, f.slots.alone(m.Name):
 		// A write answered in time; or the member is reported unreachable,
 		// not slow; or nothing of it was under way but these writes, which
 		// wrote nothing: nothing hangs there.
-		if st, ok := f.members.get(m.Name); ok {
+		if st, ok := f.perMember.get(m.Name); ok {
 			st.slow.Store(false)
 		}
 	}
@@ -193,7 +193,7 @@ func guarded(fl flight, m *members.Member, fn func(*members.Member, *outcome), m
 
 // slow reports whether no sync waits for the member's writes.
 func (f *fanout) slow(cluster string) bool {
-	st, ok := f.members.get(cluster)
+	st, ok := f.perMember.get(cluster)
 	return ok && st.slow.Load()
 }
 
@@ -279,9 +279,9 @@ type reading struct {
 // until done is called.
 func (f *fanout) readSources(key string, in *desired.Input) (done func()) {
 	r := &reading{members: in.Members, changed: make(chan struct{})}
-	f.services.update(key, func(s *serviceState) { s.reading = r })
+	f.perService.update(key, func(s *serviceState) { s.reading = r })
 	return func() {
-		f.services.update(key, func(s *serviceState) {
+		f.perService.update(key, func(s *serviceState) {
 			if s.reading == r {
 				s.reading = nil
 			}
@@ -292,7 +292,7 @@ func (f *fanout) readSources(key string, in *desired.Input) (done func()) {
 // sourceChanged tells the sync of key, if one runs, of a source slice
 // delivered by cluster's informer.
 func (f *fanout) sourceChanged(key, cluster string, obj metav1.Object) {
-	r := f.services.get(key).reading
+	r := f.perService.get(key).reading
 	if r == nil {
 		return
 	}

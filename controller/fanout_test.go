@@ -314,7 +314,7 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 // informer calls its handlers after its cache has the change, so the sync
 // may have read it first. A newer version, or another slice, does.
 func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
-	c := &fanout{services: &serviceStates{}}
+	c := &fanout{perService: &serviceStates{}}
 	read := slice("foo", "foo-1", 1, "10.1.0.1")
 	read.ResourceVersion = "5"
 	for _, tc := range []struct {
@@ -326,7 +326,7 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		{"another slice", "foo-2", "5", true},
 	} {
 		done := c.readSources("demo/foo", &desired.Input{Members: map[string]desired.Member{m1: {Slices: []*discoveryv1.EndpointSlice{read}}}})
-		r := c.services.get("demo/foo").reading
+		r := c.perService.get("demo/foo").reading
 		delivered := slice("foo", tc.slice, 1)
 		delivered.ResourceVersion = tc.rv
 		c.sourceChanged("demo/foo", m1, delivered)
@@ -342,7 +342,7 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		}
 		done()
 	}
-	if c.services.get("demo/foo").reading != nil {
+	if c.perService.get("demo/foo").reading != nil {
 		t.Error("what the sync read is kept after it ended")
 	}
 }

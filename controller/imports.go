@@ -237,7 +237,7 @@ type prunedFields struct{ traffic, families, status bool }
 
 // prunedHere is what the writer's member drops.
 func (w *writer) prunedHere() prunedFields {
-	if p := w.members.of(w.m.Name).pruned.Load(); p != nil {
+	if p := w.perMember.of(w.m.Name).pruned.Load(); p != nil {
 		return *p
 	}
 	return prunedFields{}
@@ -274,6 +274,6 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 		(sent.Status.EndpointSliceObjects != "" && got.Status.EndpointSliceObjects == "")
 	if p != was {
 		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families, "status", p.status)
-		w.members.of(w.m.Name).pruned.Store(&p)
+		w.perMember.of(w.m.Name).pruned.Store(&p)
 	}
 }

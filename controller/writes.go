@@ -23,7 +23,7 @@ import (
 // out is the outcome of the member's writes.
 type writer struct {
 	track     *tracker
-	members   *memberStates
+	perMember *memberStates
 	m         *members.Member
 	namespace string
 	svcKey    string // the service's namespace/name
@@ -33,7 +33,7 @@ type writer struct {
 }
 
 func (c *Controller) writer(m *members.Member, namespace, name string, out *outcome) *writer {
-	return &writer{track: c.track, members: c.perMember, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
+	return &writer{track: c.track, perMember: c.perMember, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
 }
 
 func (w *writer) key(kind, name string) trackKey {
