@@ -69,7 +69,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 	late := 0
 	for _, m := range ms {
 		fl := flight{m.Name, key}
-		if busy := f.flights.LoadOrStore(fl, true); busy {
+		if _, busy := f.flights.LoadOrStore(fl, true); busy {
 			f.notWaited(out, m.Name)
 			continue
 		}

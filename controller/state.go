@@ -48,8 +48,8 @@ func (s *memberStates) of(name string) *memberState {
 		changes:   &budget{limiter: rate.NewLimiter(rate.Limit(s.changeRate), max(1, int(s.changeRate*changeBurst))), waiting: map[string]bool{}},
 		endpoints: &memberBudget{exports: map[string]*exportCost{}, dirty: map[string]bool{}},
 	}
-	got, _ := s.by.m.LoadOrStore(name, st)
-	return got.(*memberState)
+	st, _ = s.by.LoadOrStore(name, st)
+	return st
 }
 
 // get is the member's state, if it has one, without making it.
