@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -13,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/controller/desired"
-	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
 // Who was first is decided on the hub. KEP-1645's "oldest export wins"
@@ -33,6 +34,17 @@ import (
 // so the rest is <namespace>.<name>.
 const agesPrefix = "export-ages."
 
+// exportAges keeps the hub's ages ConfigMaps of this replica's services,
+// and reads them with what this run noted (serviceState.firstSeen).
+type exportAges struct {
+	informer   cache.SharedIndexInformer
+	hub        kubernetes.Interface
+	namespace  string // the controller's, which holds them
+	track      *tracker
+	perService *serviceStates
+	clock      clock.PassiveClock
+}
+
 // watchAges makes the informer of the ages ConfigMaps. One someone else
 // edits or deletes queues its service, whose sync writes it back.
 func (c *Controller) watchAges() {
@@ -47,14 +59,15 @@ func (c *Controller) watchAges() {
 			return obj, nil
 		}))
 	c.hubFactories = append(c.hubFactories, f)
-	c.ages = f.Core().V1().ConfigMaps().Informer()
-	_, _ = c.ages.AddEventHandler(handler.Events(func(obj any, gone bool) {
+	c.ages = &exportAges{informer: f.Core().V1().ConfigMaps().Informer(), hub: c.opts.HubKube, namespace: c.opts.Namespace,
+		track: c.track, perService: c.perService, clock: c.opts.Clock}
+	_, _ = c.ages.informer.AddEventHandler(handler.Events(func(obj any, gone bool) {
 		o, ok := handler.Unwrap(obj).(metav1.Object)
 		if !ok {
 			return
 		}
 		namespace, name, ok := agesService(o.GetName())
-		if ok && !c.track.delivered(c.agesKey(namespace, name), o, gone) {
+		if ok && !c.track.delivered(c.ages.key(namespace, name), o, gone) {
 			c.enqueue(namespace, name)
 		}
 	}))
@@ -69,31 +82,31 @@ func agesService(configMap string) (namespace, name string, ok bool) {
 	return strings.Cut(rest, ".")
 }
 
-func (c *Controller) agesKey(namespace, name string) trackKey {
-	return trackKey{cluster: "hub", kind: "ConfigMap", namespace: c.opts.Namespace, name: agesPrefix + namespace + "." + name}
+func (a *exportAges) key(namespace, name string) trackKey {
+	return trackKey{cluster: "hub", kind: "ConfigMap", namespace: a.namespace, name: agesPrefix + namespace + "." + name}
 }
 
 // agesRecord is the service's ages ConfigMap as the hub's informer holds
 // it, or as this controller last wrote it if that is newer; nil: none.
-func (c *Controller) agesRecord(namespace, name string) *corev1.ConfigMap {
-	k := c.agesKey(namespace, name)
-	return latestOf(c.track, k, c.agesCached(k))
+func (a *exportAges) record(namespace, name string) *corev1.ConfigMap {
+	k := a.key(namespace, name)
+	return latestOf(a.track, k, a.cached(k))
 }
 
 // agesCached is the ages ConfigMap of k as the informer holds it, or nil.
-func (c *Controller) agesCached(k trackKey) *corev1.ConfigMap {
-	obj, _, _ := c.ages.GetStore().GetByKey(k.namespace + "/" + k.name)
+func (a *exportAges) cached(k trackKey) *corev1.ConfigMap {
+	obj, _, _ := a.informer.GetStore().GetByKey(k.namespace + "/" + k.name)
 	cm, _ := obj.(*corev1.ConfigMap)
 	return cm
 }
 
 // firstSeenOf is when each member was first seen providing the service:
 // what this run noted, else what the hub keeps.
-func (c *Controller) firstSeenOf(namespace, name string) map[string]time.Time {
-	if seen, ok := c.firstSeen.Load(namespace + "/" + name); ok {
+func (a *exportAges) firstSeenOf(namespace, name string) map[string]time.Time {
+	if seen := a.perService.get(namespace + "/" + name).firstSeen; len(seen) > 0 {
 		return seen
 	}
-	return parseAges(c.agesRecord(namespace, name))
+	return parseAges(a.record(namespace, name))
 }
 
 // parseAges reads an ages ConfigMap; an entry that is not a time is left
@@ -111,16 +124,16 @@ func parseAges(cm *corev1.ConfigMap) map[string]time.Time {
 	return seen
 }
 
-// keepAges notes when each provider of the plan was first seen, forgets
+// keep notes when each provider of the plan was first seen, forgets
 // members that no longer provide (a member not known now keeps its age),
 // and keeps the hub's record of the service as that says.
-func (c *Controller) keepAges(ctx context.Context, in *desired.Input, plan *desired.Plan) error {
-	seen := maps.Clone(c.firstSeenOf(in.Namespace, in.Name))
+func (a *exportAges) keep(ctx context.Context, in *desired.Input, plan *desired.Plan) error {
+	seen := maps.Clone(a.firstSeenOf(in.Namespace, in.Name))
 	var providers []string
 	if plan.Import != nil {
 		providers = plan.Import.Clusters
 	}
-	now := c.opts.Clock.Now()
+	now := a.clock.Now()
 	for _, p := range providers {
 		if _, ok := seen[p]; !ok {
 			seen[p] = now
@@ -131,30 +144,26 @@ func (c *Controller) keepAges(ctx context.Context, in *desired.Input, plan *desi
 		return !member || m.Known && !slices.Contains(providers, cluster)
 	})
 	key := in.Namespace + "/" + in.Name
-	if len(seen) == 0 {
-		c.firstSeen.Delete(key)
-	} else {
-		c.firstSeen.Store(key, seen)
-	}
-	return c.recordAges(ctx, in.Namespace, in.Name, seen)
+	a.perService.update(key, func(s *serviceState) { s.firstSeen = seen })
+	return a.write(ctx, in.Namespace, in.Name, seen)
 }
 
-// recordAges makes the hub's record of the service hold seen when it
+// write makes the hub's record of the service hold seen when it
 // has two members or more, and be absent otherwise.
-func (c *Controller) recordAges(ctx context.Context, namespace, name string, seen map[string]time.Time) error {
-	have := c.agesRecord(namespace, name)
+func (a *exportAges) write(ctx context.Context, namespace, name string, seen map[string]time.Time) error {
+	have := a.record(namespace, name)
 	if len(seen) < 2 {
 		if have == nil {
 			return nil
 		}
-		return c.writeAges("delete", have, func() (*corev1.ConfigMap, error) {
-			return nil, c.opts.HubKube.CoreV1().ConfigMaps(have.Namespace).Delete(ctx, have.Name, preconditions(have))
+		return a.writeOne("delete", have, func() (*corev1.ConfigMap, error) {
+			return nil, a.hub.CoreV1().ConfigMaps(have.Namespace).Delete(ctx, have.Name, preconditions(have))
 		})
 	}
-	want := agesConfigMap(c.agesKey(namespace, name), seen)
+	want := agesConfigMap(a.key(namespace, name), seen)
 	if have == nil {
-		return c.writeAges("create", want, func() (*corev1.ConfigMap, error) {
-			return c.opts.HubKube.CoreV1().ConfigMaps(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		return a.writeOne("create", want, func() (*corev1.ConfigMap, error) {
+			return a.hub.CoreV1().ConfigMaps(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
 		})
 	}
 	if maps.Equal(have.Data, want.Data) && hasLabels(have, want.Labels) {
@@ -162,8 +171,8 @@ func (c *Controller) recordAges(ctx context.Context, namespace, name string, see
 	}
 	upd := have.DeepCopy()
 	upd.Data, upd.Labels = want.Data, want.Labels
-	return c.writeAges("update", upd, func() (*corev1.ConfigMap, error) {
-		return c.opts.HubKube.CoreV1().ConfigMaps(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	return a.writeOne("update", upd, func() (*corev1.ConfigMap, error) {
+		return a.hub.CoreV1().ConfigMaps(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 	})
 }
 
@@ -178,31 +187,21 @@ func agesConfigMap(k trackKey, seen map[string]time.Time) *corev1.ConfigMap {
 	}
 }
 
-// writeAges runs one write of an ages ConfigMap, counts it, and tracks
+// writeOne runs one write of an ages ConfigMap, counts it, and tracks
 // what the API server returned (nil: deleted) until the informer has it.
-func (c *Controller) writeAges(verb string, cm *corev1.ConfigMap, write func() (*corev1.ConfigMap, error)) error {
+func (a *exportAges) writeOne(verb string, cm *corev1.ConfigMap, write func() (*corev1.ConfigMap, error)) error {
 	got, err := write()
 	if verb == "delete" && apierrors.IsNotFound(err) {
 		err = nil
 	}
-	members.CountWrite("hub", "ConfigMap", verb, err)
-	if err != nil {
-		return fmt.Errorf("%s ConfigMap %s, the ages of the service's exports: %w", verb, key(cm), err)
-	}
 	k := trackKey{cluster: "hub", kind: "ConfigMap", namespace: cm.Namespace, name: cm.Name}
 	namespace, name, _ := agesService(cm.Name)
-	service := namespace + "/" + name
-	if got == nil {
-		c.track.deleted(k, cm.UID)
-	} else {
-		c.track.wrote(k, got, service)
-	}
-	return nil
+	return hubWrote(a.track, k, cm, nilIfNone(got), namespace+"/"+name, verb, "ConfigMap "+key(cm)+", the ages of the service's exports", err)
 }
 
 // ageMembers sets each member's FirstSeen in the sync's input.
-func (c *Controller) ageMembers(in *desired.Input) {
-	for cluster, t := range c.firstSeenOf(in.Namespace, in.Name) {
+func (a *exportAges) ageMembers(in *desired.Input) {
+	for cluster, t := range a.firstSeenOf(in.Namespace, in.Name) {
 		if m, ok := in.Members[cluster]; ok {
 			m.FirstSeen = t
 			in.Members[cluster] = m
@@ -210,11 +209,8 @@ func (c *Controller) ageMembers(in *desired.Input) {
 	}
 }
 
-// forgetAges drops what this run noted: after the shards held change,
+// forget drops what this run noted: after the shards held change,
 // another replica may have aged the services since.
-func (c *Controller) forgetAges() {
-	c.firstSeen.Range(func(k string, _ map[string]time.Time) bool {
-		c.firstSeen.Delete(k)
-		return true
-	})
+func (a *exportAges) forget() {
+	a.perService.each(func(s *serviceState) { s.firstSeen = nil })
 }

@@ -3,15 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -90,152 +85,6 @@ func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
 // not hold the workers for long. The sync is retried with back-off.
 const applyTimeout = 15 * time.Second
 
-// writer writes one service's objects into one member. It remembers what
-// it wrote in track, and what the member's CRDs drop in pruned; out is the
-// outcome of the member's writes.
-type writer struct {
-	track     *tracker
-	pruned    *syncMap[string, prunedFields]
-	m         *members.Member
-	namespace string
-	svcKey    string // the service's namespace/name
-	out       *outcome
-	// createNamespaces: the controller may create the service's namespace.
-	createNamespaces bool
-}
-
-func (c *Controller) writer(m *members.Member, namespace, name string, out *outcome) *writer {
-	return &writer{track: c.track, pruned: &c.prunedFields, m: m, namespace: namespace, svcKey: namespace + "/" + name, out: out, createNamespaces: c.opts.CreateNamespaces}
-}
-
-func (w *writer) key(kind, name string) trackKey {
-	return trackKey{cluster: w.m.Name, kind: kind, namespace: w.namespace, name: name}
-}
-
-// do runs one write and counts it.
-func (w *writer) do(kind, verb string, fn func() error) error {
-	err := fn()
-	members.CountWrite(w.m.Name, kind, verb, err)
-	// An answer, refusals included: the API server is not hung.
-	var status apierrors.APIStatus
-	if err == nil || errors.As(err, &status) {
-		w.out.answer()
-	}
-	if err != nil {
-		return fmt.Errorf("%s %s %s/…: %w", verb, kind, w.namespace, err)
-	}
-	return nil
-}
-
-func ours(o metav1.Object) bool { return o.GetLabels()[api.LabelManagedBy] == api.ManagedBy }
-
-// ensureNamespace creates the service's namespace when the member lacks it,
-// if the controller may (Options.CreateNamespaces); else it says how to
-// have it. It is never deleted: users may have put things in it since.
-func (w *writer) ensureNamespace(ctx context.Context) error {
-	// A Namespace is of no namespace: keyed as its informer delivers it.
-	key := trackKey{cluster: w.m.Name, kind: "Namespace", name: w.namespace}
-	if w.m.HasNamespace(w.namespace) || w.track.latest(key, nil) != nil {
-		return nil
-	}
-	if !w.createNamespaces {
-		return fmt.Errorf("%s has no namespace %s, and mcs-controller creates none without --create-namespaces: create it there, or see docs/operations.md, \"Namespaces in consumers\"", w.m.Name, w.namespace)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}}}
-	return w.do("Namespace", "create", func() error {
-		got, err := w.m.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		if err == nil {
-			w.track.wrote(key, members.Trim(got), w.svcKey)
-		}
-		return err
-	})
-}
-
-// service is the member's Service of that name as last seen or written.
-func (w *writer) service(name string) *corev1.Service {
-	return latestOf(w.track, w.key("Service", name), w.m.Service(w.namespace, name))
-}
-
-func (w *writer) createService(ctx context.Context, s *corev1.Service) (*corev1.Service, error) {
-	return save(w, "Service", "create", s.Name, func() (*corev1.Service, error) {
-		return w.m.Kube.CoreV1().Services(w.namespace).Create(ctx, s, metav1.CreateOptions{})
-	})
-}
-
-// updateService writes the member's Service have with change made to it.
-func (w *writer) updateService(ctx context.Context, have *corev1.Service, change func(*corev1.Service)) (*corev1.Service, error) {
-	client := w.m.Kube.CoreV1().Services(w.namespace)
-	return save(w, "Service", "update", have.Name, func() (*corev1.Service, error) {
-		upd, err := toChange(ctx, have, client.Get)
-		if err != nil {
-			return nil, err
-		}
-		change(upd)
-		return client.Update(ctx, upd, metav1.UpdateOptions{})
-	})
-}
-
-// toChange is the copy of have that a write changes and sends: have's own,
-// or the object read afresh when have is a cached copy that lacks others'
-// labels or annotations (members.Trimmed), which the write must send back
-// as they are.
-func toChange[T interface {
-	metav1.Object
-	DeepCopy() T
-}](ctx context.Context, have T, get func(context.Context, string, metav1.GetOptions) (T, error)) (T, error) {
-	if !members.Trimmed(have) {
-		return have.DeepCopy(), nil
-	}
-	return get(ctx, have.GetName(), metav1.GetOptions{})
-}
-
-// save runs one create or update, counts it, and tracks what the API server
-// returned until the informer delivers it. It returns that, as the caches
-// hold it, for the sync to go on with: a read of the caches instead could
-// find nothing, once a deletion by someone else was delivered and the
-// tracker forgot the write. A write of an object deleted meanwhile then
-// fails, and the service is synced again.
-func save[T metav1.Object](w *writer, kind, verb, name string, write func() (T, error)) (T, error) {
-	var kept T
-	err := w.do(kind, verb, func() error {
-		got, err := write()
-		if err != nil {
-			return err
-		}
-		trimmed := members.Trim(got)
-		w.track.wrote(w.key(kind, name), trimmed, w.svcKey)
-		kept = members.Unpacked(trimmed).(T)
-		return nil
-	})
-	return kept, err
-}
-
-func (w *writer) deleteService(ctx context.Context, s *corev1.Service) error {
-	return w.drop("Service", s, func(opts metav1.DeleteOptions) error {
-		return w.m.Kube.CoreV1().Services(w.namespace).Delete(ctx, s.Name, opts)
-	})
-}
-
-// drop runs one delete of o, guarded by its UID, counts it, and tracks the
-// deletion until the informer delivers it; an object already gone is deleted.
-func (w *writer) drop(kind string, o metav1.Object, del func(metav1.DeleteOptions) error) error {
-	return w.do(kind, "delete", func() error {
-		if err := del(preconditions(o)); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		w.track.deleted(w.key(kind, o.GetName()), o.GetUID())
-		return nil
-	})
-}
-
-func preconditions(o metav1.Object) metav1.DeleteOptions {
-	uid := o.GetUID()
-	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-}
-
 // consume makes a consumption cluster hold the ServiceImport, the derived
 // Service and the imported slices, in that order: the import owns the
 // others, and its spec.ips come from the derived Service.
@@ -264,45 +113,15 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 	return errors.Join(derivedErr, w.syncSlices(ctx, name, plan, imp, seen))
 }
 
-// setLabels sets labels on s; others' labels stay.
-func setLabels(s *corev1.Service, labels map[string]string) {
-	s.Labels = maps.Clone(s.Labels)
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	maps.Copy(s.Labels, labels)
-}
-
-func hasLabels(o metav1.Object, labels map[string]string) bool {
-	for k, v := range labels {
-		if o.GetLabels()[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // remove deletes what the controller made for the service in a member that
-// no longer consumes it. A user's ServiceImport stays, emptied.
+// no longer consumes it, in the reverse order of consume: the slices, the
+// derived Service, the import. A user's ServiceImport stays, emptied.
 func (w *writer) remove(ctx context.Context, name string) error {
-	for _, s := range w.m.ImportedSlices(w.namespace, name) {
-		if s := w.slice(s.Name); s != nil {
-			if err := w.deleteSlice(ctx, s); err != nil {
-				return err
-			}
-		}
+	if err := w.removeSlices(ctx, name); err != nil {
+		return err
 	}
-	if d := w.service(api.DerivedPrefix + name); d != nil && ours(d) && derivedService(d) {
-		if err := w.deleteService(ctx, d); err != nil {
-			return err
-		}
+	if err := w.removeDerived(ctx, name); err != nil {
+		return err
 	}
-	switch imp := w.serviceImport(name); {
-	case imp == nil:
-		return nil
-	case ours(imp):
-		return w.deleteImport(ctx, imp)
-	default:
-		return w.emptyImport(ctx, imp)
-	}
+	return w.removeImport(ctx, name)
 }

@@ -27,24 +27,12 @@ const changeBurst = 20
 // that had to wait: what the MultiClusterServices it provides say.
 const pacedFor = time.Minute
 
-// budget is one member's.
+// budget is one member's (memberState.changes).
 type budget struct {
 	mu      sync.Mutex
 	limiter *rate.Limiter
 	waiting map[string]bool // keys queued for later, not yet synced
 	paced   time.Time       // the last change that had to wait
-}
-
-// budgetOf is the member's budget, made at its first change.
-func (c *Controller) budgetOf(cluster string) *budget {
-	if b, ok := c.budgets.Load(cluster); ok {
-		return b
-	}
-	b := &budget{limiter: rate.NewLimiter(rate.Limit(c.opts.ChangeRate), max(1, int(c.opts.ChangeRate*changeBurst))), waiting: map[string]bool{}}
-	if c.budgets.LoadOrStore(cluster, b) {
-		b, _ = c.budgets.Load(cluster)
-	}
-	return b
 }
 
 // sourceChanged queues key for a change of cluster's, now when its budget
@@ -54,7 +42,7 @@ func (c *Controller) sourceChanged(cluster, key string) {
 		c.queue.Add(key)
 		return
 	}
-	b := c.budgetOf(cluster)
+	b := c.perMember.of(cluster).changes
 	now := c.opts.Clock.Now()
 	b.mu.Lock()
 	if b.waiting[key] {
@@ -79,8 +67,9 @@ func (c *Controller) sourceChanged(cluster, key string) {
 }
 
 // unpaced lets key's next change be queued anew: its sync has begun.
-func (c *Controller) unpaced(key string) {
-	c.budgets.Range(func(_ string, b *budget) bool {
+func (s *memberStates) unpaced(key string) {
+	s.by.Range(func(_ string, st *memberState) bool {
+		b := st.changes
 		b.mu.Lock()
 		delete(b.waiting, key)
 		b.mu.Unlock()
@@ -89,12 +78,12 @@ func (c *Controller) unpaced(key string) {
 }
 
 // paced lists the clusters among these whose changes had to wait within
-// pacedFor.
-func (c *Controller) paced(clusters []string) []string {
+// pacedFor before now.
+func (s *memberStates) paced(clusters []string, now time.Time) []string {
 	var out []string
-	now := c.opts.Clock.Now()
 	for _, cl := range clusters {
-		if b, ok := c.budgets.Load(cl); ok {
+		if st, ok := s.get(cl); ok {
+			b := st.changes
 			b.mu.Lock()
 			if !b.paced.IsZero() && now.Sub(b.paced) <= pacedFor {
 				out = append(out, cl)

@@ -8,13 +8,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,7 +28,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/coredns-mcs/coredns-mcs/api"
 	mcsclient "github.com/coredns-mcs/coredns-mcs/api/client/clientset/versioned"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
@@ -105,12 +101,11 @@ type Controller struct {
 	// hubServices are the hub's Services, by namespace synced.
 	hubServices  members.Scoped
 	hubFactories []informers.SharedInformerFactory
-	// ages are the hub's ConfigMaps of when exports were first seen, and
-	// firstSeen what this run noted of them, by key (ages.go).
-	ages      cache.SharedIndexInformer
-	firstSeen syncMap[string, map[string]time.Time]
-	// budgets pace each member's source changes, by member (budget.go).
-	budgets syncMap[string, *budget]
+	// ages are the hub's ConfigMaps of when exports were first seen
+	// (ages.go).
+	ages *exportAges
+	// perMember is what the controller notes of each member (state.go).
+	perMember *memberStates
 	// endpoints are what each member's exports cost (endpointbudget.go).
 	endpoints *endpointBudgets
 	// hubNamespaces are the hub's Namespaces, unless DefaultExports is
@@ -119,19 +114,8 @@ type Controller struct {
 	hubNamespaces        cache.SharedIndexInformer
 	hubNamespacesHandled cache.ResourceEventHandlerRegistration
 
-	// seen holds, per key, when a source slice change was first seen and
-	// not yet synced: the start of the propagation latency.
-	seen syncMap[string, time.Time]
-	// lastValid holds, per key, the MultiClusterService's spec as it was
-	// when it was last valid (see followed).
-	lastValid syncMap[string, any]
-	// prunedFields holds, by member, the ServiceImport fields its CRD
-	// drops (imports.go).
-	prunedFields syncMap[string, prunedFields]
-	// registered holds the name of every member registered in this run:
-	// one no longer registered has left, and a spec that still names it
-	// is followed without it.
-	registered syncMap[string, bool]
+	// perService is what the controller notes of each service (state.go).
+	perService *serviceStates
 }
 
 // New makes a Controller; the registry's handlers must be the ones
@@ -149,11 +133,13 @@ func New(opts Options) *Controller {
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service", Clock: opts.Clock},
 		),
-		crdPoll:   crdPoll,
-		endpoints: newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints),
+		crdPoll:    crdPoll,
+		perMember:  &memberStates{changeRate: opts.ChangeRate},
+		perService: &serviceStates{},
 	}
+	c.endpoints = newEndpointBudgets(opts.MemberMaxEndpoints, opts.MaxImportedEndpoints, c.perMember)
 	c.track = newTracker(opts.Clock, c.requeueUnseen)
-	c.fan = &fanout{wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
+	c.fan = &fanout{perMember: c.perMember, perService: c.perService, wait: memberWait, clock: opts.Clock, requeue: c.queue.Add, slots: newSlots(opts.MemberInFlight)}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(2)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.HubKube.CoreV1().Events("")})
@@ -175,31 +161,6 @@ func New(opts Options) *Controller {
 		c.watchHubNamespaces()
 	}
 	return c
-}
-
-// Handlers are the registry's handlers: member events feed the queue.
-func (c *Controller) Handlers() members.Handlers {
-	return members.Handlers{
-		Services: func(cluster string, obj any) {
-			if a, ok := metaOf(obj); ok {
-				c.costTouched(cluster, a.namespace, a.name, false)
-			}
-			c.serviceEvent(cluster, obj)
-		},
-		Slices: c.sliceEvent,
-		Exports: func(cluster string, obj any) {
-			if a, ok := metaOf(obj); ok {
-				c.costTouched(cluster, a.namespace, a.name, true)
-			}
-			c.memberEvent(cluster, obj)
-		},
-		Imports: c.memberEvent,
-		Delivered: func(cluster, kind string, obj metav1.Object, gone bool) bool {
-			return c.track.delivered(trackKey{cluster, kind, obj.GetNamespace(), obj.GetName()}, obj, gone)
-		},
-		Allowed: c.allowed,
-		Changed: c.memberChanged,
-	}
 }
 
 // Run starts the hub informers and workers, and blocks until ctx ends.
@@ -232,7 +193,7 @@ func (c *Controller) start(ctx context.Context) error {
 	for _, f := range c.hubFactories {
 		f.Start(ctx.Done())
 	}
-	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.HasSynced, c.hubNamespacesSynced) {
+	if !cache.WaitForNamedCacheSync("mcs-controller", ctx.Done(), c.hubServices.HasSynced, c.ages.informer.HasSynced, c.hubNamespacesSynced) {
 		return fmt.Errorf("hub informers did not sync: %w", ctx.Err())
 	}
 	if err := c.watchMCS(ctx); err != nil {
@@ -277,7 +238,7 @@ func (c *Controller) Synced() error {
 		return fmt.Errorf("the hub's MultiClusterServices have not been listed")
 	case !c.hubServices.HasSynced():
 		return fmt.Errorf("the hub's Services have not been listed")
-	case !c.ages.HasSynced():
+	case !c.ages.informer.HasSynced():
 		return fmt.Errorf("the hub's ConfigMaps of export ages have not been listed")
 	case !c.hubNamespacesSynced():
 		return fmt.Errorf("the hub's Namespaces have not been listed")
@@ -290,28 +251,6 @@ func (c *Controller) Synced() error {
 		}
 	}
 	return nil
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	c.retireCleaned()
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	klog.ErrorS(err, "Sync failed, will retry", "service", key, "retries", c.queue.NumRequeues(key))
-	c.queue.AddRateLimited(key)
-	return true
 }
 
 func (c *Controller) inScope(namespace string) bool {
@@ -329,199 +268,6 @@ func (c *Controller) mineKey(key string) bool {
 	return err == nil && c.mine(ns, name)
 }
 
-// retireCleaned lets a retiring member go once it holds nothing the
-// controller wrote in the namespaces it syncs, or, renamed, once its
-// successor has synced (rename.go). Every deletion of such an
-// object queues its service again, so the check after the last one sees
-// the member empty.
-func (c *Controller) retireCleaned() {
-	for _, m := range c.opts.Members.List() {
-		if !m.Retiring() {
-			continue
-		}
-		succ, pending := c.successor(m)
-		switch {
-		case succ != nil && succ.Synced(), succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
-			c.opts.Members.Retired(m.Name)
-		}
-	}
-}
-
-func (c *Controller) enqueue(namespace, name string) {
-	if c.mine(namespace, name) {
-		c.queue.Add(namespace + "/" + name)
-	}
-}
-
-// enqueueObject queues the object's key, with prefix cut from its name.
-func (c *Controller) enqueueObject(obj any, prefix string) {
-	a, ok := metaOf(obj)
-	if !ok {
-		return
-	}
-	c.enqueue(a.namespace, strings.TrimPrefix(a.name, prefix))
-}
-
-// enqueueRelevant queues a Service's key when something multi-cluster is
-// asked of it: ordinary Services of big clusters cost no syncs.
-func (c *Controller) enqueueRelevant(obj any) {
-	a, ok := metaOf(obj)
-	if ok && c.relevant(a.namespace, a.name) {
-		c.enqueue(a.namespace, a.name)
-	}
-}
-
-// memberEvent queues, as cluster's budget allows, the service of the
-// object a member changed.
-func (c *Controller) memberEvent(cluster string, obj any) {
-	if a, ok := metaOf(obj); ok {
-		c.changed(cluster, a.namespace, a.name)
-	}
-}
-
-// changed queues service namespace/name, of this replica's, for a change
-// of cluster's, as its budget allows (budget.go).
-func (c *Controller) changed(cluster, namespace, name string) {
-	if c.mine(namespace, name) {
-		c.sourceChanged(cluster, namespace+"/"+name)
-	}
-}
-
-// serviceEvent queues the service a Service is, and the one it is the
-// derived- name of: also when that one is someone else's (Karmada's, say),
-// so that the controller takes the name over as soon as it is deleted. A
-// user's Service named derived-foo may be a multi-cluster service of its
-// own besides: both are queued.
-func (c *Controller) serviceEvent(cluster string, obj any) {
-	a, ok := metaOf(obj)
-	if !ok {
-		return
-	}
-	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels()[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {
-		c.changed(cluster, a.namespace, svc)
-	}
-	if c.relevant(a.namespace, a.name) {
-		c.changed(cluster, a.namespace, a.name)
-	}
-}
-
-func (c *Controller) sliceEvent(cluster string, obj any) {
-	a, ok := metaOf(obj)
-	if !ok {
-		return
-	}
-	labels := a.labels()
-	if labels[discoveryv1.LabelManagedBy] == api.ManagedBy {
-		// Someone else's change to an imported slice is undone by a sync
-		// (the echo of the controller's own write never gets here).
-		if svc := members.ImportedService(labels); svc != "" {
-			c.changed(cluster, a.namespace, svc)
-		}
-		return
-	}
-	svc := labels[discoveryv1.LabelServiceName]
-	if svc != "" {
-		c.costTouched(cluster, a.namespace, svc, false)
-	}
-	if svc == "" || !c.mine(a.namespace, svc) || !c.relevant(a.namespace, svc) {
-		return
-	}
-	key := a.namespace + "/" + svc
-	c.seen.LoadOrStore(key, time.Now())
-	c.sourceChanged(cluster, key)
-	// A sync of the key that waits for a member's writes ends its wait,
-	// so that the change goes to every other member at once (fanout.go).
-	if o, ok := obj.(metav1.Object); ok {
-		c.fan.sourceChanged(key, cluster, o)
-	}
-}
-
-// relevant reports whether a MultiClusterService, a ServiceExport or a
-// ServiceImport exists for the service anywhere.
-func (c *Controller) relevant(namespace, name string) bool {
-	if !c.inScope(namespace) {
-		return false
-	}
-	if c.hub.has(namespace, name) {
-		return true
-	}
-	for _, m := range c.opts.Members.List() {
-		if m.HasExport(namespace, name) || m.HasImport(namespace, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// memberChanged queues every service when a member comes, goes, syncs or
-// changes reachability; a sync that finds a provider unhealthy queues its
-// service again for when it would be stale (recheckStale). A member that joined and is still
-// being probed and listed queues nothing until it has settled: every
-// service would otherwise report it unreachable, then recover, two status
-// writes and two Events each (a join of a 10,000-service fleet).
-func (c *Controller) memberChanged(name string) {
-	m := c.member(name)
-	switch {
-	case m != nil && !m.Settled():
-		return
-	case m == nil && name != "":
-		c.forget(name)
-	}
-	c.enqueueAll()
-}
-
-// forget drops what the controller noted of a member that left: whether
-// it is slow, the fields its CRDs prune. A member registered again under
-// the name starts afresh.
-func (c *Controller) forget(member string) {
-	c.fan.forget(member)
-	c.prunedFields.Delete(member)
-	c.budgets.Delete(member)
-	c.endpoints.forget(member)
-}
-
-// requeueUnseen queues the service of a write the tracker forgot before
-// its informer delivered it, unless the cache holds it now: the object
-// may be gone without the informer having seen it, and the sync must
-// make it anew.
-func (c *Controller) requeueUnseen(k trackKey, w tracked) {
-	var cached metav1.Object
-	switch m := c.member(k.cluster); {
-	case k == mcsKey(k.namespace, k.name):
-		cached = nilIfNone(c.hub.get(k.namespace, k.name))
-	case k.kind == "ConfigMap":
-		cached = nilIfNone(c.agesCached(k))
-	case m == nil:
-		return // it left
-	case k.kind == "Namespace":
-		if m.HasNamespace(k.name) {
-			return
-		}
-	case k.kind == "EndpointSlice":
-		cached = nilIfNone(m.Slice(k.namespace, k.name))
-	case k.kind == "Service":
-		cached = nilIfNone(m.Service(k.namespace, k.name))
-	case k.kind == "ServiceImport":
-		cached = nilIfNone(m.Import(k.namespace, k.name))
-	case k.kind == "ServiceExport":
-		cached = nilIfNone(m.Export(k.namespace, k.name))
-	}
-	if cached == nil || !newerOrSame(cached, w.obj) {
-		c.queue.Add(w.service)
-	}
-}
-
-// nilIfNone is o as a metav1.Object, nil for a nil pointer.
-func nilIfNone[P interface {
-	*E
-	metav1.Object
-}, E any](o P) metav1.Object {
-	if o == nil {
-		return nil
-	}
-	return o
-}
-
 // member is the registered member of that name, or nil.
 func (c *Controller) member(name string) *members.Member {
 	for _, m := range c.opts.Members.List() {
@@ -530,53 +276,6 @@ func (c *Controller) member(name string) *members.Member {
 		}
 	}
 	return nil
-}
-
-// Resync queues every service: those of the shards just held too, whose
-// export ages are read from the hub again.
-func (c *Controller) Resync() {
-	c.forgetAges()
-	c.enqueueAll()
-}
-
-// enqueueAll queues every service something multi-cluster is asked of, or
-// that a member holds an object of the controller's for.
-func (c *Controller) enqueueAll() {
-	keys := c.hub.keys()
-	for _, m := range c.opts.Members.List() {
-		keys = append(keys, m.ExportKeys()...)
-		keys = append(keys, m.ImportKeys()...)
-		keys = append(keys, m.ManagedKeys()...)
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Compact(keys) {
-		if c.mineKey(k) {
-			c.queue.Add(k)
-		}
-	}
-}
-
-type objectMeta struct {
-	namespace, name string
-	obj             labelled
-}
-
-type labelled interface {
-	GetNamespace() string
-	GetName() string
-	GetLabels() map[string]string
-}
-
-// labels are the object's labels, which a cached object decodes: the
-// handlers that need no labels read none.
-func (o objectMeta) labels() map[string]string { return o.obj.GetLabels() }
-
-func metaOf(obj any) (objectMeta, bool) {
-	o, ok := handler.Unwrap(obj).(labelled)
-	if !ok {
-		return objectMeta{}, false
-	}
-	return objectMeta{o.GetNamespace(), o.GetName(), o}, true
 }
 
 // newBucket bounds the overall retry rate, as client-go's default

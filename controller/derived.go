@@ -156,3 +156,11 @@ func samePorts(a, b []corev1.ServicePort) bool {
 			(y.TargetPort == intstr.IntOrString{} || x.TargetPort == y.TargetPort)
 	})
 }
+
+// removeDerived deletes derived-<name> if it is the controller's.
+func (w *writer) removeDerived(ctx context.Context, name string) error {
+	if d := w.service(api.DerivedPrefix + name); d != nil && ours(d) && derivedService(d) {
+		return w.deleteService(ctx, d)
+	}
+	return nil
+}

@@ -42,14 +42,15 @@ import (
 // free before it comes back.
 const budgetMargin = 10
 
-// endpointBudgets keeps, by member, what each of its exports costs.
+// endpointBudgets keeps, by member, what each of its exports costs, in
+// the member's memberState.
 type endpointBudgets struct {
 	max int // 0: no bound
 	// perService is the most one export costs (--max-imported-endpoints);
 	// 0: no bound.
 	perService int
-	mu         sync.Mutex
-	by         map[string]*memberBudget
+	mu         sync.Mutex // guards every member's memberBudget
+	perMember  *memberStates
 }
 
 // memberBudget is one member's exports, by service key.
@@ -79,8 +80,8 @@ var exportsOverBudget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { legacyregistry.RawMustRegister(exportsOverBudget) }
 
-func newEndpointBudgets(max, perService int) *endpointBudgets {
-	return &endpointBudgets{max: max, perService: perService, by: map[string]*memberBudget{}}
+func newEndpointBudgets(max, perService int, perMember *memberStates) *endpointBudgets {
+	return &endpointBudgets{max: max, perService: perService, perMember: perMember}
 }
 
 // touched notes an event of the member's export (export set), Service or
@@ -114,22 +115,15 @@ func (b *endpointBudgets) touched(cluster, key string, export bool, mine func(st
 	return ""
 }
 
-// forget drops a member that left.
+// forget drops the metric of a member that left, once a place under way
+// has set it; its memberBudget goes with its memberState.
 func (b *endpointBudgets) forget(cluster string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.by, cluster)
 	exportsOverBudget.DeleteLabelValues(cluster)
 }
 
-func (b *endpointBudgets) of(cluster string) *memberBudget {
-	mb := b.by[cluster]
-	if mb == nil {
-		mb = &memberBudget{exports: map[string]*exportCost{}, dirty: map[string]bool{}}
-		b.by[cluster] = mb
-	}
-	return mb
-}
+func (b *endpointBudgets) of(cluster string) *memberBudget { return b.perMember.of(cluster).endpoints }
 
 // place records what the member's export of service key costs as a sync
 // read it, and returns whether key is left out and the other keys whose

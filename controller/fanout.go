@@ -33,17 +33,16 @@ const memberWait = time.Second
 // writes a flight of their own, and notes which members are slow and what
 // each sync under way read (see memberWait).
 type fanout struct {
-	wait    time.Duration // memberWait, but for tests
-	clock   clock.WithTicker
-	requeue func(key string)
-	// flights are the members' writes under way; slow the members no
-	// sync waits for.
+	perMember *memberStates // whether each is slow
+	wait      time.Duration // memberWait, but for tests
+	clock     clock.WithTicker
+	requeue   func(key string)
+	// flights are the members' writes under way.
 	flights syncMap[flight, bool]
-	slow    syncMap[string, bool]
 	slots   *slots
-	// reads holds, by key, what the sync of that key under way read of
-	// its sources.
-	reads syncMap[string, *reading]
+	// services hold what the sync of each key under way read of its
+	// sources.
+	perService *serviceStates
 	// waitsFor, when set, is told which members a sync of key waits for,
 	// each time that changes: the tests step their clock by it.
 	waitsFor func(key string, waiting map[string]bool)
@@ -70,7 +69,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 	late := 0
 	for _, m := range ms {
 		fl := flight{m.Name, key}
-		if busy := f.flights.LoadOrStore(fl, true); busy {
+		if _, busy := f.flights.LoadOrStore(fl, true); busy {
 			f.notWaited(out, m.Name)
 			continue
 		}
@@ -80,7 +79,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			continue
 		}
 		go f.fly(fl, m, fn, landings)
-		if _, slow := f.slow.Load(m.Name); slow {
+		if f.slow(m.Name) {
 			f.notWaited(out, m.Name)
 			late++
 			continue
@@ -90,7 +89,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 	timer := f.clock.NewTimer(f.wait)
 	defer timer.Stop()
 	var changed <-chan struct{} // nil, which never fires, for a key no sync reads
-	if r, ok := f.reads.Load(key); ok {
+	if r := f.perService.get(key).reading; r != nil {
 		changed = r.changed
 	}
 	for len(waiting) > 0 {
@@ -115,7 +114,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			f.requeue(key)
 		case <-timer.C():
 			for cluster := range waiting {
-				f.slow.Store(cluster, true)
+				f.perMember.of(cluster).slow.Store(true)
 				f.notWaited(out, cluster)
 			}
 			late += len(waiting)
@@ -136,7 +135,7 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 // for, and whether that is because the member is slow.
 func (f *fanout) notWaited(out *outcome, cluster string) {
 	why := ""
-	if _, slow := f.slow.Load(cluster); slow {
+	if f.slow(cluster) {
 		why = fmt.Sprintf("%s is slow: its API server took more than %s to write; the writes go on (for %s at most), and the service is synced again when they end", cluster, f.wait, applyTimeout)
 	}
 	out.wait(cluster, why)
@@ -160,12 +159,14 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	guarded(fl, m, fn, mine)
 	switch {
 	case f.clock.Since(began) > f.wait:
-		f.slow.Store(m.Name, true)
+		f.perMember.of(m.Name).slow.Store(true)
 	case mine.answered, mine.unreachable != nil, f.slots.alone(m.Name):
 		// A write answered in time; or the member is reported unreachable,
 		// not slow; or nothing of it was under way but these writes, which
 		// wrote nothing: nothing hangs there.
-		f.slow.Delete(m.Name)
+		if st, ok := f.perMember.get(m.Name); ok {
+			st.slow.Store(false)
+		}
 	}
 	f.flights.Delete(fl)
 	if key, ok := f.slots.give(m.Name); ok {
@@ -190,8 +191,11 @@ func guarded(fl flight, m *members.Member, fn func(*members.Member, *outcome), m
 	fn(m, mine)
 }
 
-// forget drops what was noted of a member that left.
-func (f *fanout) forget(member string) { f.slow.Delete(member) }
+// slow reports whether no sync waits for the member's writes.
+func (f *fanout) slow(cluster string) bool {
+	st, ok := f.perMember.get(cluster)
+	return ok && st.slow.Load()
+}
 
 // slots bound the services whose writes are under way in one member at
 // once. Past that, a member's API server only queues them (an initial sync
@@ -275,15 +279,21 @@ type reading struct {
 // until done is called.
 func (f *fanout) readSources(key string, in *desired.Input) (done func()) {
 	r := &reading{members: in.Members, changed: make(chan struct{})}
-	f.reads.Store(key, r)
-	return func() { f.reads.CompareAndDelete(key, r) }
+	f.perService.update(key, func(s *serviceState) { s.reading = r })
+	return func() {
+		f.perService.update(key, func(s *serviceState) {
+			if s.reading == r {
+				s.reading = nil
+			}
+		})
+	}
 }
 
 // sourceChanged tells the sync of key, if one runs, of a source slice
 // delivered by cluster's informer.
 func (f *fanout) sourceChanged(key, cluster string, obj metav1.Object) {
-	r, ok := f.reads.Load(key)
-	if !ok {
+	r := f.perService.get(key).reading
+	if r == nil {
 		return
 	}
 	read := slices.ContainsFunc(r.members[cluster].Slices, func(s *discoveryv1.EndpointSlice) bool {

@@ -228,13 +228,22 @@ func TestSlotsLetGoOfWhatWaited(t *testing.T) {
 func TestLeftMemberForgotten(t *testing.T) {
 	f := newFixture(t, world{})
 	for _, cluster := range []string{"member9", m1} {
-		f.c.fan.slow.Store(cluster, true)
-		f.c.prunedFields.Store(cluster, prunedFields{status: true})
+		st := f.c.perMember.of(cluster)
+		st.slow.Store(true)
+		st.pruned.Store(&prunedFields{status: true})
 	}
 	f.c.memberChanged("member9") // not registered: it left
-	for name, left := range map[string][]string{
-		"slow": keys(&f.c.fan.slow), "prunedFields": keys(&f.c.prunedFields),
-	} {
+	var slow, pruned []string
+	f.c.perMember.by.Range(func(cluster string, st *memberState) bool {
+		if st.slow.Load() {
+			slow = append(slow, cluster)
+		}
+		if st.pruned.Load() != nil {
+			pruned = append(pruned, cluster)
+		}
+		return true
+	})
+	for name, left := range map[string][]string{"slow": slow, "prunedFields": pruned} {
 		if !slices.Equal(left, []string{m1}) {
 			t.Errorf("%s holds entries of %v, want member1's alone", name, left)
 		}
@@ -305,7 +314,7 @@ func TestChangeNotHeldBackByAHungMember(t *testing.T) {
 // informer calls its handlers after its cache has the change, so the sync
 // may have read it first. A newer version, or another slice, does.
 func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
-	c := &fanout{}
+	c := &fanout{perService: &serviceStates{}}
 	read := slice("foo", "foo-1", 1, "10.1.0.1")
 	read.ResourceVersion = "5"
 	for _, tc := range []struct {
@@ -317,7 +326,7 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		{"another slice", "foo-2", "5", true},
 	} {
 		done := c.readSources("demo/foo", &desired.Input{Members: map[string]desired.Member{m1: {Slices: []*discoveryv1.EndpointSlice{read}}}})
-		r, _ := c.reads.Load("demo/foo")
+		r := c.perService.get("demo/foo").reading
 		delivered := slice("foo", tc.slice, 1)
 		delivered.ResourceVersion = tc.rv
 		c.sourceChanged("demo/foo", m1, delivered)
@@ -333,18 +342,9 @@ func TestOnlyANewerSourceEndsTheWait(t *testing.T) {
 		}
 		done()
 	}
-	if _, ok := c.reads.Load("demo/foo"); ok {
+	if c.perService.get("demo/foo").reading != nil {
 		t.Error("what the sync read is kept after it ended")
 	}
-}
-
-func keys[K comparable, V any](m *syncMap[K, V]) []K {
-	var out []K
-	m.Range(func(k K, _ V) bool {
-		out = append(out, k)
-		return true
-	})
-	return out
 }
 
 // A slow member stays slow until a write of its is answered within
@@ -368,7 +368,7 @@ func TestSlowUntilAWriteIsAnswered(t *testing.T) {
 	// baz writes nothing into member3: its flight there ends at once.
 	syncUnbounded(t, f, "demo/baz")
 	waitLanded(t, f, "demo/baz", m3)
-	if _, slow := f.c.fan.slow.Load(m3); !slow {
+	if !f.c.fan.slow(m3) {
 		t.Fatal("member3 is no longer slow after a sync that wrote nothing there, while its writes hang")
 	}
 	// bar's writes into member3 hang too: the sync does not wait for them.
@@ -381,7 +381,7 @@ func TestSlowUntilAWriteIsAnswered(t *testing.T) {
 	waitLanded(t, f, "demo/foo", m3)
 	waitLanded(t, f, "demo/bar", m3)
 	syncUnbounded(t, f, "demo/foo") // answered at once now
-	if _, slow := f.c.fan.slow.Load(m3); slow {
+	if f.c.fan.slow(m3) {
 		t.Error("member3 is still slow after its writes were answered at once")
 	}
 }

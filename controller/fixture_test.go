@@ -636,7 +636,7 @@ func (f *fixture) cachedVersion(cluster, resource, namespace, name string) strin
 	case cluster == hub && resource == "multiclusterservices":
 		return versionOf(f.c.hub.get(namespace, name))
 	case cluster == hub && resource == "configmaps":
-		return versionOf(f.c.agesCached(trackKey{namespace: namespace, name: name}))
+		return versionOf(f.c.ages.cached(trackKey{namespace: namespace, name: name}))
 	case cluster == hub && resource == "namespaces":
 		obj, _, _ := f.c.hubNamespaces.GetStore().GetByKey(name)
 		n, _ := obj.(*corev1.Namespace)

@@ -137,3 +137,15 @@ func withOwned(have, want map[string]string, owned []string) map[string]string {
 	}
 	return out
 }
+
+// removeSlices deletes the imported slices of the service.
+func (w *writer) removeSlices(ctx context.Context, name string) error {
+	for _, s := range w.m.ImportedSlices(w.namespace, name) {
+		if s := w.slice(s.Name); s != nil {
+			if err := w.deleteSlice(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

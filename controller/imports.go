@@ -210,6 +210,19 @@ func (w *writer) writeImport(ctx context.Context, verb string, have *mcsv1b1.Ser
 	return got, nil
 }
 
+// removeImport deletes the controller's ServiceImport of the service, and
+// empties a user's (emptyImport).
+func (w *writer) removeImport(ctx context.Context, name string) error {
+	switch imp := w.serviceImport(name); {
+	case imp == nil:
+		return nil
+	case ours(imp):
+		return w.deleteImport(ctx, imp)
+	default:
+		return w.emptyImport(ctx, imp)
+	}
+}
+
 func (w *writer) deleteImport(ctx context.Context, imp *mcsv1b1.ServiceImport) error {
 	return w.drop("ServiceImport", imp, func(opts metav1.DeleteOptions) error {
 		return w.m.ServiceImports(w.namespace).Delete(ctx, imp.Name, opts)
@@ -224,8 +237,10 @@ type prunedFields struct{ traffic, families, status bool }
 
 // prunedHere is what the writer's member drops.
 func (w *writer) prunedHere() prunedFields {
-	p, _ := w.pruned.Load(w.m.Name)
-	return p
+	if p := w.perMember.of(w.m.Name).pruned.Load(); p != nil {
+		return *p
+	}
+	return prunedFields{}
 }
 
 // drop leaves out of imp what its member drops.
@@ -259,6 +274,6 @@ func (w *writer) notePruned(sent, got *mcsv1b1.ServiceImport) {
 		(sent.Status.EndpointSliceObjects != "" && got.Status.EndpointSliceObjects == "")
 	if p != was {
 		klog.InfoS("The member's ServiceImport CRD drops fields of mcs-api's v1beta1: they are left out there; install deploy/mcs-api's CRDs to have them", "cluster", w.m.Name, "trafficFields", p.traffic, "ipFamilies", p.families, "status", p.status)
-		w.pruned.Store(w.m.Name, p)
+		w.perMember.of(w.m.Name).pruned.Store(&p)
 	}
 }

@@ -316,12 +316,11 @@ func (c *Controller) updateStatus(ctx context.Context, mcs *v1alpha1.MultiCluste
 // of the key before the informer has the write reads it from there,
 // rather than write on a stale resourceVersion and conflict.
 func (c *Controller) wroteMCS(mcs, got *v1alpha1.MultiClusterService, verb string, err error) error {
-	members.CountWrite("hub", "MultiClusterService", verb, err)
-	if err != nil {
-		return fmt.Errorf("%s MultiClusterService %s: %w", verb, key(mcs), err)
+	var kept metav1.Object
+	if err == nil {
+		kept = members.TrimHubObject(got)
 	}
-	c.track.wrote(mcsKey(got.Namespace, got.Name), members.TrimHubObject(got), key(got))
-	return nil
+	return hubWrote(c.track, mcsKey(mcs.Namespace, mcs.Name), mcs, kept, key(mcs), verb, "MultiClusterService "+key(mcs), err)
 }
 
 func mcsKey(namespace, name string) trackKey {

@@ -16,6 +16,48 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/controller/members"
 )
 
+// work runs syncs until the queue shuts down: one key at a time, each
+// retried with back-off while it fails.
+func (c *Controller) work(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	c.retireCleaned()
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	klog.ErrorS(err, "Sync failed, will retry", "service", key, "retries", c.queue.NumRequeues(key))
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// retireCleaned lets a retiring member go once it holds nothing the
+// controller wrote in the namespaces it syncs, or, renamed, once its
+// successor has synced (rename.go). Every deletion of such an
+// object queues its service again, so the check after the last one sees
+// the member empty.
+func (c *Controller) retireCleaned() {
+	for _, m := range c.opts.Members.List() {
+		if !m.Retiring() {
+			continue
+		}
+		succ, pending := c.successor(m)
+		switch {
+		case succ != nil && succ.Synced(), succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
+			c.opts.Members.Retired(m.Name)
+		}
+	}
+}
+
 // sync makes every member hold what service key (namespace/name) needs:
 // read the caches, compute the plan, write the difference, report.
 func (c *Controller) sync(ctx context.Context, key string) (err error) {
@@ -25,8 +67,9 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	if err != nil {
 		return nil // not a key this controller queued; retrying cannot help
 	}
-	seen, _ := c.seen.LoadAndDelete(key) // zero: no source change seen
-	c.unpaced(key)
+	var seen time.Time // zero: no source change seen
+	c.perService.update(key, func(s *serviceState) { seen, s.seen = s.seen, time.Time{} })
+	c.perMember.unpaced(key)
 
 	mcs := c.hubMCSOf(namespace, name)
 	if mcs != nil && mcs.DeletionTimestamp == nil && !slices.Contains(mcs.Finalizers, v1alpha1.Finalizer) {
@@ -38,7 +81,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		mcs = c.hubMCSOf(namespace, name)
 	}
 	in := c.input(namespace, name, mcs)
-	c.ageMembers(in)
+	c.ages.ageMembers(in)
 	c.budgetEndpoints(in)
 	defer c.fan.readSources(key, in)()
 	plan := desired.Compute(in)
@@ -46,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	c.recheckStale(key, followed)
 	out := outcome{}
 	if plan.Import != nil {
-		out.paced = c.paced(plan.Import.Clusters)
+		out.paced = c.perMember.paced(plan.Import.Clusters, c.opts.Clock.Now())
 	}
 	var agesErr error
 	// A service no member may export (protected, its name too long)
@@ -54,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	if followed.Invalid == "" || followed.Unexportable != nil {
 		c.applyMembers(ctx, namespace, name, followed, &out, seen)
 		c.reportExports(ctx, namespace, name, followed, &out)
-		agesErr = c.keepAges(ctx, in, followed)
+		agesErr = c.ages.keep(ctx, in, followed)
 	}
 	if mcs != nil {
 		if err := c.report(ctx, mcs, plan, &out); err != nil {
@@ -99,7 +142,7 @@ func (c *Controller) recheckStale(key string, plan *desired.Plan) {
 	}
 }
 
-// keptValid is what lastValid keeps of a valid MultiClusterService: the
+// keptValid is what serviceState.lastValid keeps of a valid MultiClusterService: the
 // hub cache's packed object when it is that very version, which costs
 // nothing while it stays the cache's, else a copy of its spec. The sync's
 // own decoded copy, kept for a fleet's thousands, would cost megabytes.
@@ -133,12 +176,13 @@ func (c *Controller) hubMCSOf(namespace, name string) *v1alpha1.MultiClusterServ
 func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan) *desired.Plan {
 	switch {
 	case in.MCS == nil:
-		c.lastValid.Delete(key)
+		c.perService.update(key, func(s *serviceState) { s.lastValid = nil })
 	case plan.Invalid == "":
-		c.lastValid.Store(key, c.keptValid(in.MCS))
+		kept := c.keptValid(in.MCS)
+		c.perService.update(key, func(s *serviceState) { s.lastValid = kept })
 	default:
-		last, ok := c.lastValid.Load(key)
-		if !ok {
+		last := c.perService.get(key).lastValid
+		if last == nil {
 			return plan
 		}
 		prev := *in
@@ -164,7 +208,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 	}
 	present := map[string]bool{}
 	for _, m := range c.opts.Members.List() {
-		c.registered.Store(m.Name, true)
+		c.perMember.registered.Store(m.Name, true)
 		if m.Retiring() {
 			// It takes part in nothing: applying the plan cleans it. Renamed
 			// (or while that cannot be told yet), its slices stay until its
@@ -185,7 +229,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		dm.Stale = stale
 		in.Members[m.Name] = dm
 	}
-	c.registered.Range(func(name string, _ bool) bool {
+	c.perMember.registered.Range(func(name string, _ bool) bool {
 		if !present[name] {
 			in.Left = append(in.Left, name)
 		}

@@ -6,8 +6,7 @@ import "sync"
 // that its workers and its informers' handlers share, typed.
 type syncMap[K comparable, V any] struct{ m sync.Map }
 
-func (s *syncMap[K, V]) Load(k K) (V, bool)          { return typed[V](s.m.Load(k)) }
-func (s *syncMap[K, V]) LoadAndDelete(k K) (V, bool) { return typed[V](s.m.LoadAndDelete(k)) }
+func (s *syncMap[K, V]) Load(k K) (V, bool) { return typed[V](s.m.Load(k)) }
 
 // typed is a value sync.Map returned, as V; the zero V when absent.
 func typed[V any](v any, ok bool) (V, bool) {
@@ -18,15 +17,15 @@ func typed[V any](v any, ok bool) (V, bool) {
 	return v.(V), true
 }
 
-// LoadOrStore reports whether k held a value already.
-func (s *syncMap[K, V]) LoadOrStore(k K, v V) bool {
-	_, loaded := s.m.LoadOrStore(k, v)
-	return loaded
+// LoadOrStore returns the value k holds, storing v if it held none, and
+// reports whether it held one already.
+func (s *syncMap[K, V]) LoadOrStore(k K, v V) (V, bool) {
+	got, loaded := s.m.LoadOrStore(k, v)
+	return got.(V), loaded
 }
 
-func (s *syncMap[K, V]) Store(k K, v V)            { s.m.Store(k, v) }
-func (s *syncMap[K, V]) Delete(k K)                { s.m.Delete(k) }
-func (s *syncMap[K, V]) CompareAndDelete(k K, v V) { s.m.CompareAndDelete(k, v) }
+func (s *syncMap[K, V]) Store(k K, v V) { s.m.Store(k, v) }
+func (s *syncMap[K, V]) Delete(k K)     { s.m.Delete(k) }
 func (s *syncMap[K, V]) Range(fn func(k K, v V) bool) {
 	s.m.Range(func(k, v any) bool { return fn(k.(K), v.(V)) })
 }
