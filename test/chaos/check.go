@@ -1,0 +1,276 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Probe is one DNS answer a consumer gave the harness.
+type Probe struct {
+	At       time.Duration `json:"at"`
+	Consumer string        `json:"consumer"`
+	Service  string        `json:"service"`
+	Name     string        `json:"name"` // native or clusterset
+	Answers  int           `json:"answers"`
+	Rcode    string        `json:"rcode,omitempty"`
+	Err      string        `json:"err,omitempty"`
+}
+
+// Applied is an event of the schedule as the run carried it out: when it
+// began and, for a fault, when it healed; Err when it could not be done.
+type Applied struct {
+	Event
+	Start time.Duration `json:"start"`
+	Heal  time.Duration `json:"heal"`
+	Err   string        `json:"err,omitempty"`
+}
+
+// Exit is a process of the fleet that ended; Injected when a fault ended it.
+type Exit struct {
+	At       time.Duration `json:"at"`
+	Process  string        `json:"process"`
+	Injected bool          `json:"injected"`
+	Detail   string        `json:"detail,omitempty"`
+}
+
+// Limits are the stated windows of the invariants.
+type Limits struct {
+	// Settle: how long the model must have held still before a miss
+	// counts (a workload change's propagation).
+	Settle time.Duration `json:"settle"`
+	// Grace: how long after a fault healed its misses and mismatches are
+	// excused (source Lease duration plus propagation).
+	Grace time.Duration `json:"grace"`
+	// Converge: how long a consumer may differ from the model outside any
+	// fault's window, and how long after a fault healed it must match.
+	Converge time.Duration `json:"converge"`
+}
+
+// Violation is one breach of an invariant.
+type Violation struct {
+	Invariant string        `json:"invariant"`
+	At        time.Duration `json:"at"`
+	Service   string        `json:"service,omitempty"`
+	Consumer  string        `json:"consumer,omitempty"`
+	Detail    string        `json:"detail"`
+	// LastFault is the fault that began last before At, for the history.
+	LastFault string `json:"lastFault,omitempty"`
+}
+
+// Stats are percentiles of durations, in seconds.
+type Stats struct {
+	N            int     `json:"n"`
+	P50          float64 `json:"p50"`
+	P99          float64 `json:"p99"`
+	Max          float64 `json:"max"`
+	NotConverged int     `json:"notConverged"`
+}
+
+// Result is the invariants' numbers.
+type Result struct {
+	Probes        int              `json:"probes"`
+	Checked       int              `json:"checked"` // probes the model said must answer
+	Misses        int              `json:"misses"`
+	Excused       map[string]int   `json:"excused"` // misses within a fault's window, by fault kind
+	Convergence   map[string]Stats `json:"convergence"`
+	Injected      int              `json:"injectedExits"`
+	NotInjected   int              `json:"notInjectedExits"`
+	Panics        []string         `json:"panics"`
+	Violations    []Violation      `json:"violations"`
+	FaultsApplied map[string]int   `json:"faultsApplied"`
+	FaultsFailed  map[string]int   `json:"faultsFailed"`
+}
+
+// Check computes the invariants of a run's history.
+func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Applied, exits []Exit, panics []string) Result {
+	r := Result{Probes: len(probes), Excused: map[string]int{}, Convergence: map[string]Stats{},
+		FaultsApplied: map[string]int{}, FaultsFailed: map[string]int{}, Panics: panics}
+	var faults []Applied
+	for _, a := range applied {
+		if !a.IsFault() {
+			continue
+		}
+		if a.Err != "" {
+			r.FaultsFailed[a.Kind]++
+			continue
+		}
+		r.FaultsApplied[a.Kind]++
+		faults = append(faults, a)
+	}
+	h := history{w: w, lim: lim, samples: samples, faults: faults}
+	r.available(h, probes)
+	r.converged(h)
+	for _, e := range exits {
+		if e.Injected {
+			r.Injected++
+			continue
+		}
+		r.NotInjected++
+		r.Violations = append(r.Violations, Violation{Invariant: "alive", At: e.At, Detail: e.Process + " exited: " + e.Detail, LastFault: h.lastFault(e.At)})
+	}
+	for _, p := range panics {
+		r.Violations = append(r.Violations, Violation{Invariant: "alive", Detail: p})
+	}
+	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].At < r.Violations[j].At })
+	return r
+}
+
+type history struct {
+	w       World
+	lim     Limits
+	samples []Sample
+	faults  []Applied
+}
+
+// excusedBy is the kind of a fault whose window, from its start to Grace
+// after it healed, holds t; "" when none does.
+func (h history) excusedBy(t time.Duration) string {
+	for _, f := range h.faults {
+		if t >= f.Start && t <= f.Heal+h.lim.Grace {
+			return f.Kind
+		}
+	}
+	return ""
+}
+
+func (h history) lastFault(t time.Duration) string {
+	last := ""
+	for _, f := range h.faults {
+		if f.Start <= t {
+			last = fmt.Sprintf("%s %s%s at %s", f.Kind, f.Cluster, f.Service, f.Start.Round(time.Millisecond))
+		}
+	}
+	return last
+}
+
+// mustAnswer reports whether every sample from Settle before t up to t
+// says s is served to c, and there is one from before that stretch.
+func (h history) mustAnswer(s Service, c string, t time.Duration) bool {
+	from := t - h.lim.Settle
+	i := sort.Search(len(h.samples), func(i int) bool { return h.samples[i].At > from })
+	if i == 0 {
+		return false
+	}
+	for _, m := range h.samples[i-1:] {
+		if m.At > t {
+			break
+		}
+		if !m.Consumes(s, c) || !m.Serving(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// available: while the model has s served to c, each of its names answers
+// there (an address at least), except within a fault's window.
+func (r *Result) available(h history, probes []Probe) {
+	for _, p := range probes {
+		s, ok := h.w.Service(p.Service)
+		if !ok || !h.mustAnswer(s, p.Consumer, p.At) {
+			continue
+		}
+		r.Checked++
+		if p.Answers > 0 {
+			continue
+		}
+		r.Misses++
+		if kind := h.excusedBy(p.At); kind != "" {
+			r.Excused[kind]++
+			continue
+		}
+		r.Violations = append(r.Violations, Violation{Invariant: "available", At: p.At, Service: p.Service, Consumer: p.Consumer,
+			Detail: fmt.Sprintf("%s name: %d answers, rcode %s %s", p.Name, p.Answers, p.Rcode, p.Err), LastFault: h.lastFault(p.At)})
+	}
+}
+
+// converged: after each fault healed, every consumer's import of every
+// service matches the model within Converge (the time it took, per fault
+// kind); outside faults' windows no import differs for longer than
+// Converge; and the last sample matches.
+func (r *Result) converged(h history) {
+	durs := map[string][]time.Duration{}
+	for _, f := range h.faults {
+		d, ok := h.convergedAfter(f.Heal)
+		st := r.Convergence[f.Kind]
+		if !ok || d > h.lim.Converge {
+			st.NotConverged++
+			r.Violations = append(r.Violations, Violation{Invariant: "converged", At: f.Heal,
+				Detail:    fmt.Sprintf("not converged within %s after %s healed (took %s)", h.lim.Converge, f.Kind, d.Round(time.Millisecond)),
+				LastFault: h.lastFault(f.Heal)})
+		}
+		r.Convergence[f.Kind] = st
+		if ok {
+			durs[f.Kind] = append(durs[f.Kind], d)
+		}
+	}
+	for kind, ds := range durs {
+		st := r.Convergence[kind]
+		st.N, st.P50, st.P99, st.Max = len(ds), pct(ds, 0.5), pct(ds, 0.99), pct(ds, 1)
+		r.Convergence[kind] = st
+	}
+	for _, s := range h.w.Services {
+		for _, c := range members {
+			r.stuck(h, s, c)
+		}
+	}
+}
+
+// convergedAfter is how long after t every (service, consumer) pair
+// first matched the model in a sample; false when some pair never did.
+func (h history) convergedAfter(t time.Duration) (time.Duration, bool) {
+	var worst time.Duration
+	for _, s := range h.w.Services {
+		for _, c := range members {
+			i := slices.IndexFunc(h.samples, func(m Sample) bool { return m.At >= t && m.Up[c] && m.Mismatch(s, c) == "" })
+			if i < 0 {
+				return 0, false
+			}
+			worst = max(worst, h.samples[i].At-t)
+		}
+	}
+	return worst, true
+}
+
+// stuck reports each stretch in which c's import of s differed from the
+// model for longer than Converge outside every fault's window, and a
+// difference left in the last sample.
+func (r *Result) stuck(h history, s Service, c string) {
+	var outside time.Duration
+	var prev time.Duration
+	reported := false
+	for i, m := range h.samples {
+		bad := m.Mismatch(s, c)
+		if bad == "" || !m.Up[c] {
+			outside, reported, prev = 0, false, m.At
+			continue
+		}
+		if i > 0 && h.excusedBy(m.At) == "" {
+			outside += m.At - prev
+		}
+		prev = m.At
+		if outside > h.lim.Converge && !reported {
+			reported = true
+			r.Violations = append(r.Violations, Violation{Invariant: "converged", At: m.At, Service: s.Name, Consumer: c,
+				Detail:    fmt.Sprintf("differs from the model for %s outside any fault's window: %s", outside.Round(time.Millisecond), bad),
+				LastFault: h.lastFault(m.At)})
+		}
+	}
+	if n := len(h.samples); n > 0 && !reported {
+		if bad := h.samples[n-1].Mismatch(s, c); bad != "" {
+			r.Violations = append(r.Violations, Violation{Invariant: "converged", At: h.samples[n-1].At, Service: s.Name, Consumer: c,
+				Detail: "differs from the model at the end of the run: " + bad, LastFault: h.lastFault(h.samples[n-1].At)})
+		}
+	}
+}
+
+// pct is the q-quantile of ds in seconds (nearest rank).
+func pct(ds []time.Duration, q float64) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	i = max(0, min(i, len(s)-1))
+	return s[i].Seconds()
+}

@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Report is what a run writes into its directory: report.json, report.md,
+// and the history (schedule.txt, applied.jsonl, probes.jsonl,
+// samples.jsonl) to replay and read it.
+type Report struct {
+	Config   Config        `json:"config"`
+	Limits   Limits        `json:"limits"`
+	World    World         `json:"world"`
+	Started  time.Time     `json:"started"`
+	Ran      time.Duration `json:"ran"`
+	Result   Result        `json:"result"`
+	Missing  []string      `json:"missing"`
+	Schedule []Event       `json:"-"`
+}
+
+// Write writes the report and the history into dir.
+func (r Report) Write(dir string, applied []Applied, probes []Probe, samples []Sample) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	var sched strings.Builder
+	for _, e := range r.Schedule {
+		fmt.Fprintln(&sched, e)
+	}
+	files := map[string][]byte{"report.json": b, "report.md": []byte(r.Markdown()), "schedule.txt": []byte(sched.String())}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := writeLines(filepath.Join(dir, "applied.jsonl"), applied); err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(dir, "probes.jsonl"), probes); err != nil {
+		return err
+	}
+	return writeLines(filepath.Join(dir, "samples.jsonl"), samples)
+}
+
+func writeLines[T any](path string, items []T) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// Markdown is the report for people: the run, each invariant's numbers,
+// the violations with the seed that replays them.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	res := r.Result
+	fmt.Fprintf(&b, "# Chaos run, seed %d\n\n", r.Config.Seed)
+	fmt.Fprintf(&b, "Started %s, ran %s (schedule %s, the last %s quiet), %d services, workload %.1f changes/s, a fault every %s on average; faults: %s.\n\n",
+		r.Started.UTC().Format(time.RFC3339), r.Ran.Round(time.Second), r.Config.Duration, r.Config.Quiet, len(r.World.Services),
+		r.Config.Rate, r.Config.FaultGap, strings.Join(r.Config.Faults, ", "))
+	fmt.Fprintf(&b, "Replay: `SEED=%d DURATION=%s FAULTS=%s make chaos`\n\n", r.Config.Seed, r.Config.Duration, strings.Join(r.Config.Faults, ","))
+	fmt.Fprintf(&b, "Windows: settle %s, grace after a fault heals %s, converge %s.\n\n", r.Limits.Settle, r.Limits.Grace, r.Limits.Converge)
+	b.WriteString("| fault | injected | could not be injected | excused misses | converged after heal p50 / p99 / max (s) | not converged |\n|---|---|---|---|---|---|\n")
+	for _, k := range FaultKinds {
+		st := res.Convergence[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f / %.1f / %.1f | %d |\n", k, res.FaultsApplied[k], res.FaultsFailed[k], res.Excused[k], st.P50, st.P99, st.Max, st.NotConverged)
+	}
+	count := map[string]int{}
+	for _, v := range res.Violations {
+		count[v.Invariant]++
+	}
+	b.WriteString("\n| invariant | number | violations |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| available | %d probes, %d the model said must answer, %d misses (%d in a fault's window) | %d |\n",
+		res.Probes, res.Checked, res.Misses, res.Misses-count["available"], count["available"])
+	fmt.Fprintf(&b, "| converged | see the table above | %d |\n", count["converged"])
+	fmt.Fprintf(&b, "| alive | %d injected exits, %d not injected, %d panics | %d |\n", res.Injected, res.NotInjected, len(res.Panics), count["alive"])
+	b.WriteString("| owned | not checked yet (needs the API servers' audit logs) | - |\n")
+	if len(res.Violations) > 0 {
+		b.WriteString("\n## Violations\n\n| at | invariant | service | consumer | what | last fault before |\n|---|---|---|---|---|---|\n")
+		for i, v := range res.Violations {
+			if i == 100 {
+				fmt.Fprintf(&b, "\n%d more in report.json\n", len(res.Violations)-100)
+				break
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.At.Round(time.Millisecond), v.Invariant, v.Service, v.Consumer,
+				strings.ReplaceAll(v.Detail, "|", "/"), v.LastFault)
+		}
+	}
+	if len(r.Missing) > 0 {
+		b.WriteString("\n## Not covered yet\n\n")
+		for _, m := range r.Missing {
+			fmt.Fprintf(&b, "- %s\n", m)
+		}
+	}
+	return b.String()
+}
