@@ -24,6 +24,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -62,7 +64,8 @@ var missing = []string{
 	"owned: the controller's writes are not checked against the API servers' audit logs",
 	"connections through kube-proxy: probes resolve names, they do not connect",
 	"member3's coredns-mcs runs as a process beside the lab (no deploy/overlays/member3), and is never killed",
-	"faults not injected yet: etcd stop/freeze, network partition (nftables), token revoke + kubectl mcs join, unjoin/join",
+	"partition refuses and cuts the controllers' connections to a member (a proxy before its API server), it does not drop packets (nftables); CoreDNS's connections are not cut",
+	"faults not injected yet: token revoke + kubectl mcs join, unjoin/join (the run registers members by --clusters-kubeconfig, not Secrets)",
 	"workload not yet varied: provision lists, MultiClusterServices deleted and made again; one controller shard",
 	"lean: memory and writes per change are not measured",
 }
@@ -100,10 +103,15 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: seed %d, %s, %d events; replay with SEED=%d make chaos", cfg.Seed, cfg.Duration, len(schedule), cfg.Seed)
 
 	l := labtest.Get(t)
+	started := time.Now()
+	dir := filepath.Join(l.Root(), "_output", "chaos", fmt.Sprintf("%d-%s", cfg.Seed, started.UTC().Format("20060102T150405")))
+	if err := writeSchedule(dir, schedule); err != nil {
+		t.Fatal(err)
+	}
 	r := setUp(t, l, w)
 	r.waitConverged(t, 3*time.Minute)
 
-	started := time.Now()
+	started = time.Now()
 	r.start = started
 	ctx, stop := context.WithCancel(t.Context())
 	var bg sync.WaitGroup
@@ -123,7 +131,6 @@ func TestChaos(t *testing.T) {
 	stop()
 	bg.Wait()
 
-	dir := filepath.Join(l.Root(), "_output", "chaos", fmt.Sprintf("%d-%s", cfg.Seed, started.UTC().Format("20060102T150405")))
 	panics := r.collectLogs(t, l, dir)
 	res := Check(w, limits, r.samples, r.probes, r.applied, r.exits, panics)
 	rep := Report{Config: cfg, Limits: limits, World: w, Started: started, Ran: time.Since(started), Result: res, Missing: missing, Schedule: schedule}
@@ -150,7 +157,8 @@ type run struct {
 	start   time.Time
 	ctlArgs []string
 	ctlBin  string
-	dnsAddr map[string]string // consumer -> its cluster DNS
+	dnsAddr map[string]string            // consumer -> its cluster DNS
+	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
 	m3DNS   *process.Process
 
 	mu       sync.Mutex
@@ -180,7 +188,8 @@ func setUp(t *testing.T, l *labtest.Lab, w World) *run {
 	ns := l.Namespace(t)
 	own := ns + "-mcs"
 	l.NamedNamespace(t, own, labtest.Hub)
-	r := &run{t: t, l: l, w: w, ns: ns, killed: map[*replica]bool{}, dnsAddr: map[string]string{}}
+	r := &run{t: t, l: l, w: w, ns: ns, killed: map[*replica]bool{}, dnsAddr: map[string]string{},
+		proxies: map[string]*labtest.APIProxy{}}
 	for _, s := range w.Services {
 		for _, p := range s.Providers {
 			l.Apply(t, p, labtest.Deployment(ns, s.Name, 2), labtest.Service(ns, s.Name, s.Headless))
@@ -201,12 +210,38 @@ func setUp(t *testing.T, l *labtest.Lab, w World) *run {
 	}
 	r.dnsAddr[member3] = labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), member3, time.Minute)
 	r.ctlBin = l.Binary(t, "mcs-controller")
-	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
+	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", r.proxiedMembers(t),
 		"--namespace", own, "--watch-namespaces", ns}, controllerTiming...)
 	for range 2 {
 		r.startReplica()
 	}
 	return r
+}
+
+// proxiedMembers is the controllers' --clusters-kubeconfig: every member,
+// each through an APIProxy that a partition takes down.
+func (r *run) proxiedMembers(t *testing.T) string {
+	var base *clientcmdapi.Config
+	var path string
+	for _, m := range members {
+		p, kubeconfig := r.l.APIProxy(t, m, members...)
+		p.Up(t)
+		r.proxies[m] = p
+		cfg, err := clientcmd.LoadFromFile(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base == nil {
+			base, path = cfg, kubeconfig
+			continue
+		}
+		name := cfg.Contexts[m].Cluster
+		base.Clusters[name] = cfg.Clusters[name]
+	}
+	if err := clientcmd.WriteToFile(*base, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func multiClusterService(ns string, s Service) *v1alpha1.MultiClusterService {
@@ -368,10 +403,17 @@ func (r *run) readMember(ctx context.Context, c string, m *Sample) error {
 	if err != nil {
 		return err
 	}
+	// What is being deleted counts as gone: a finalizer may hold it a while.
 	for _, e := range exports.Items {
+		if e.GetDeletionTimestamp() != nil {
+			continue
+		}
 		m.Exports[e.GetName()] = append(m.Exports[e.GetName()], c)
 	}
 	for _, i := range imports.Items {
+		if i.GetDeletionTimestamp() != nil {
+			continue
+		}
 		m.Imports[c] = append(m.Imports[c], i.GetName())
 	}
 	m.Imported[c] = map[string]map[string][]string{}
@@ -508,6 +550,18 @@ func (r *run) apply(t *testing.T, e Event) {
 		start := r.l.Stop(t, e.Cluster, "kube-apiserver")
 		time.Sleep(e.For)
 		start()
+	case FreezeEtcd:
+		thaw := r.l.Freeze(t, e.Cluster, "etcd")
+		time.Sleep(e.For)
+		thaw()
+	case StopEtcd:
+		start := r.l.Stop(t, e.Cluster, "etcd")
+		time.Sleep(e.For)
+		start()
+	case Partition:
+		r.proxies[e.Cluster].Down()
+		time.Sleep(e.For)
+		r.proxies[e.Cluster].Up(t)
 	case KillLeader:
 		err = r.killLeader(ctx)
 	case KillCoreDNS:

@@ -32,11 +32,10 @@ func (r Report) Write(dir string, applied []Applied, probes []Probe, samples []S
 	if err != nil {
 		return err
 	}
-	var sched strings.Builder
-	for _, e := range r.Schedule {
-		fmt.Fprintln(&sched, e)
+	if err := writeSchedule(dir, r.Schedule); err != nil {
+		return err
 	}
-	files := map[string][]byte{"report.json": b, "report.md": []byte(r.Markdown()), "schedule.txt": []byte(sched.String())}
+	files := map[string][]byte{"report.json": b, "report.md": []byte(r.Markdown())}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
@@ -49,6 +48,19 @@ func (r Report) Write(dir string, applied []Applied, probes []Probe, samples []S
 		return err
 	}
 	return writeLines(filepath.Join(dir, "samples.jsonl"), samples)
+}
+
+// writeSchedule writes the schedule, an event a line, into dir: a run
+// writes it before it starts, so that one that dies still leaves it.
+func writeSchedule(dir string, schedule []Event) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, e := range schedule {
+		fmt.Fprintln(&b, e)
+	}
+	return os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(b.String()), 0o644)
 }
 
 func writeLines[T any](path string, items []T) error {

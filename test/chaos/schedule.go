@@ -23,6 +23,9 @@ const (
 	FlipStrategy = "flip-strategy"    // MultiClusterService of Service: RemoteAndLocal <-> LocalFirst
 	FreezeAPI    = "freeze-apiserver" // SIGSTOP Cluster's kube-apiserver, SIGCONT after For
 	StopAPI      = "stop-apiserver"   // stop Cluster's kube-apiserver, start it after For
+	FreezeEtcd   = "freeze-etcd"      // SIGSTOP Cluster's etcd, SIGCONT after For
+	StopEtcd     = "stop-etcd"        // stop Cluster's etcd, start it after For
+	Partition    = "partition"        // the controllers' connections to member Cluster's API server refused and cut for For
 	KillLeader   = "kill-leader"      // SIGKILL the leading controller replica; a new one starts at once
 	KillCoreDNS  = "kill-coredns"     // delete a CoreDNS pod of Cluster at once (grace 0)
 	DeleteOwned  = "delete-owned"     // delete what the controller wrote for Service in Cluster
@@ -30,7 +33,7 @@ const (
 )
 
 // FaultKinds are every fault the harness can inject, the default mix.
-var FaultKinds = []string{FreezeAPI, StopAPI, KillLeader, KillCoreDNS, DeleteOwned, EditOwned}
+var FaultKinds = []string{FreezeAPI, StopAPI, FreezeEtcd, StopEtcd, Partition, KillLeader, KillCoreDNS, DeleteOwned, EditOwned}
 
 // Event is one action of a schedule, at At from the run's start.
 type Event struct {
@@ -109,16 +112,20 @@ func Plan(cfg Config, w World) []Event {
 		}
 	}
 	if len(cfg.Faults) > 0 && cfg.FaultGap > 0 {
-		busy := map[string]time.Duration{} // cluster -> end of its API server fault
+		busy := map[string]time.Duration{} // what a fault holds -> when it heals
 		for at := time.Duration(rng.ExpFloat64() * float64(cfg.FaultGap)); at < end; at += time.Duration(rng.ExpFloat64() * float64(cfg.FaultGap)) {
 			e := faultEvent(rng, w, cfg.Faults, at, end)
 			if e.For > 0 {
-				// One fault at a time on a cluster's API server: labctl
-				// cannot stop a frozen one.
-				if busy[e.Cluster] > at {
+				// One server fault at a time in a cluster (labctl cannot
+				// stop a frozen server), one partition at a time of a member.
+				key := e.Cluster
+				if e.Kind == Partition {
+					key = "partition " + e.Cluster
+				}
+				if busy[key] > at {
 					continue
 				}
-				busy[e.Cluster] = at + e.For
+				busy[key] = at + e.For
 			}
 			evs = append(evs, e)
 		}
@@ -156,8 +163,11 @@ const (
 func faultEvent(rng *rand.Rand, w World, kinds []string, at, end time.Duration) Event {
 	e := Event{At: at, Kind: kinds[rng.IntN(len(kinds))]}
 	switch e.Kind {
-	case FreezeAPI, StopAPI:
+	case FreezeAPI, StopAPI, FreezeEtcd, StopEtcd:
 		e.Cluster = w.APIClusters[rng.IntN(len(w.APIClusters))]
+		e.For = min(minFault+time.Duration(rng.Int64N(int64(maxFault-minFault))), end-at)
+	case Partition:
+		e.Cluster = members[rng.IntN(len(members))]
 		e.For = min(minFault+time.Duration(rng.Int64N(int64(maxFault-minFault))), end-at)
 	case KillCoreDNS:
 		e.Cluster = w.PodDNS[rng.IntN(len(w.PodDNS))]

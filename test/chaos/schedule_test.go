@@ -25,7 +25,7 @@ func TestPlanReplaysSeed(t *testing.T) {
 
 // A plan has workload at about Rate changes a second, every fault kind of
 // the mix, faults overlapping, none in the quiet end, and never two
-// API server faults on one cluster at once.
+// server faults on one cluster, or two partitions of a member, at once.
 func TestPlanShape(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.Duration = 20 * time.Minute // every kind, whatever the draw
@@ -47,10 +47,14 @@ func TestPlanShape(t *testing.T) {
 		}
 		faultEnd = max(faultEnd, e.At+e.For)
 		if e.For > 0 {
-			if busy[e.Cluster] > e.At {
-				t.Errorf("%v starts while %s's API server is still down", e, e.Cluster)
+			key := e.Cluster
+			if e.Kind == Partition {
+				key = "partition " + key
 			}
-			busy[e.Cluster] = e.At + e.For
+			if busy[key] > e.At {
+				t.Errorf("%v starts while %s is still held by another fault", e, key)
+			}
+			busy[key] = e.At + e.For
 		}
 	}
 	work := kinds[Scale] + kinds[ToggleExport] + kinds[FlipStrategy]
