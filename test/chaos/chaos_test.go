@@ -159,7 +159,6 @@ type run struct {
 	ctlBin  string
 	dnsAddr map[string]string            // consumer -> its cluster DNS
 	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
-	m3DNS   *process.Process
 
 	mu       sync.Mutex
 	replicas []*replica

@@ -66,6 +66,11 @@ type Stats struct {
 	P99          float64 `json:"p99"`
 	Max          float64 `json:"max"`
 	NotConverged int     `json:"notConverged"`
+	// Overlapped: took longer than Converge, or never converged, while
+	// another fault's window began meanwhile: not the fault's own time, and
+	// no violation by itself (a difference outside every fault's window
+	// still is one).
+	Overlapped int `json:"overlapped"`
 }
 
 // Result is the invariants' numbers.
@@ -192,10 +197,14 @@ func (r *Result) available(h history, probes []Probe) {
 // Converge; and the last sample matches.
 func (r *Result) converged(h history) {
 	durs := map[string][]time.Duration{}
-	for _, f := range h.faults {
+	for i, f := range h.faults {
 		d, ok := h.convergedAfter(f.Heal)
 		st := r.Convergence[f.Kind]
-		if !ok || d > h.lim.Converge {
+		switch {
+		case ok && d <= h.lim.Converge:
+		case h.overlapped(i, d, ok):
+			st.Overlapped++
+		default:
 			st.NotConverged++
 			r.Violations = append(r.Violations, Violation{Invariant: "converged", At: f.Heal,
 				Detail:    fmt.Sprintf("not converged within %s after %s healed (took %s)", h.lim.Converge, f.Kind, d.Round(time.Millisecond)),
@@ -216,6 +225,22 @@ func (r *Result) converged(h history) {
 			r.stuck(h, s, c)
 		}
 	}
+}
+
+// overlapped reports whether a fault other than the i-th one was under way
+// (its window) between the i-th's heal and d after it (the run's end when
+// it never converged).
+func (h history) overlapped(i int, d time.Duration, ok bool) bool {
+	from, to := h.faults[i].Heal, h.faults[i].Heal+d
+	if !ok {
+		to = time.Duration(1<<63 - 1)
+	}
+	for j, g := range h.faults {
+		if j != i && g.Start <= to && g.Heal+h.lim.Grace >= from {
+			return true
+		}
+	}
+	return false
 }
 
 // convergedAfter is how long after t every (service, consumer) pair

@@ -117,3 +117,17 @@ func TestAlive(t *testing.T) {
 		t.Fatalf("injected %d, not %d, violations %+v; want 1, 1 and 2", r.Injected, r.NotInjected, r.Violations)
 	}
 }
+
+// A fault that heals into another one's window is not blamed for the time
+// the other one took.
+func TestConvergenceOverlapped(t *testing.T) {
+	ss := samples(60*time.Second, 10*time.Second, 50*time.Second)
+	faults := []Applied{fault(DeleteOwned, 10*time.Second, 10*time.Second), fault(StopAPI, 15*time.Second, 35*time.Second)}
+	r := Check(oneService, testLimits, ss, nil, faults, nil, nil)
+	if st := r.Convergence[DeleteOwned]; st.Overlapped != 1 || st.NotConverged != 0 {
+		t.Fatalf("convergence %+v; want one overlapped", r.Convergence)
+	}
+	if st := r.Convergence[StopAPI]; st.N != 1 || st.Max != 15 {
+		t.Fatalf("convergence %+v; want 15 s after the stop", r.Convergence)
+	}
+}
