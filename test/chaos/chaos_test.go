@@ -160,6 +160,12 @@ type run struct {
 	dnsAddr map[string]string            // consumer -> its cluster DNS
 	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
 
+	// servers holds a cluster while a server fault is under way there, its
+	// healing (a start that waits for readiness) included: a fault the
+	// schedule starts meanwhile is not injected, since a server stopped
+	// while another one of its cluster starts up may never come back.
+	servers sync.Map // cluster -> *sync.Mutex
+
 	mu       sync.Mutex
 	replicas []*replica
 	killed   map[*replica]bool
@@ -534,6 +540,14 @@ func (r *run) apply(t *testing.T, e Event) {
 	defer cancel()
 	var err error
 	switch e.Kind {
+	case FreezeAPI, StopAPI, FreezeEtcd, StopEtcd:
+		mu, _ := r.servers.LoadOrStore(e.Cluster, new(sync.Mutex))
+		if !mu.(*sync.Mutex).TryLock() {
+			err = fmt.Errorf("a server fault of %s is still under way or healing", e.Cluster)
+			break
+		}
+		defer mu.(*sync.Mutex).Unlock()
+		r.serverFault(t, e)
 	case Scale:
 		_, err = r.l.Client(t, e.Cluster).AppsV1().Deployments(r.ns).Patch(ctx, e.Service, types.MergePatchType,
 			fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, e.Replicas), metav1.PatchOptions{})
@@ -541,22 +555,6 @@ func (r *run) apply(t *testing.T, e Event) {
 		err = r.toggleExport(ctx, e)
 	case FlipStrategy:
 		err = r.flipStrategy(ctx, e)
-	case FreezeAPI:
-		thaw := r.l.Freeze(t, e.Cluster, "kube-apiserver")
-		time.Sleep(e.For)
-		thaw()
-	case StopAPI:
-		start := r.l.Stop(t, e.Cluster, "kube-apiserver")
-		time.Sleep(e.For)
-		start()
-	case FreezeEtcd:
-		thaw := r.l.Freeze(t, e.Cluster, "etcd")
-		time.Sleep(e.For)
-		thaw()
-	case StopEtcd:
-		start := r.l.Stop(t, e.Cluster, "etcd")
-		time.Sleep(e.For)
-		start()
 	case Partition:
 		r.proxies[e.Cluster].Down()
 		time.Sleep(e.For)
@@ -577,6 +575,22 @@ func (r *run) apply(t *testing.T, e Event) {
 	r.mu.Lock()
 	r.applied = append(r.applied, a)
 	r.mu.Unlock()
+}
+
+// serverFault freezes or stops a server of the event's cluster for the
+// event's time.
+func (r *run) serverFault(t *testing.T, e Event) {
+	component := "kube-apiserver"
+	if e.Kind == FreezeEtcd || e.Kind == StopEtcd {
+		component = "etcd"
+	}
+	heal := r.l.Freeze
+	if e.Kind == StopAPI || e.Kind == StopEtcd {
+		heal = r.l.Stop
+	}
+	undo := heal(t, e.Cluster, component)
+	time.Sleep(e.For)
+	undo()
 }
 
 func (r *run) toggleExport(ctx context.Context, e Event) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -80,6 +81,7 @@ type Result struct {
 	Misses        int              `json:"misses"`
 	Excused       map[string]int   `json:"excused"` // misses within a fault's window, by fault kind
 	Convergence   map[string]Stats `json:"convergence"`
+	LostLead      int              `json:"lostLeadExits"` // exits on losing the lead while the hub was faulted
 	Injected      int              `json:"injectedExits"`
 	NotInjected   int              `json:"notInjectedExits"`
 	Panics        []string         `json:"panics"`
@@ -108,12 +110,26 @@ func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Appl
 	r.available(h, probes)
 	r.converged(h)
 	for _, e := range exits {
-		if e.Injected {
+		switch {
+		case e.Injected:
 			r.Injected++
+			continue
+		case strings.Contains(e.Detail, lostLead) && h.hubFaultAt(e.At):
+			// The controller's design: a replica that lost the lead
+			// exits, and a fresh one takes over.
+			r.LostLead++
 			continue
 		}
 		r.NotInjected++
 		r.Violations = append(r.Violations, Violation{Invariant: "alive", At: e.At, Detail: e.Process + " exited: " + e.Detail, LastFault: h.lastFault(e.At)})
+	}
+	if n := len(samples); n > 0 {
+		for _, c := range w.APIClusters {
+			if !samples[n-1].Up[c] {
+				r.Violations = append(r.Violations, Violation{Invariant: "harness", At: samples[n-1].At,
+					Detail: c + "'s API server does not answer at the end of the run: a fault did not heal, and the run's numbers are not to be trusted"})
+			}
+		}
 	}
 	for _, p := range panics {
 		r.Violations = append(r.Violations, Violation{Invariant: "alive", Detail: p})
@@ -127,6 +143,20 @@ type history struct {
 	lim     Limits
 	samples []Sample
 	faults  []Applied
+}
+
+// lostLead is what mcs-controller logs when it exits on losing the lead.
+const lostLead = "Lost the lead: exiting"
+
+// hubFaultAt reports whether a fault of the hub, or of the controllers'
+// way to it, was under way (its window) at t.
+func (h history) hubFaultAt(t time.Duration) bool {
+	for _, f := range h.faults {
+		if f.Cluster == hub && t >= f.Start && t <= f.Heal+h.lim.Grace {
+			return true
+		}
+	}
+	return false
 }
 
 // excusedBy is the kind of a fault whose window, from its start to Grace
@@ -249,7 +279,7 @@ func (h history) convergedAfter(t time.Duration) (time.Duration, bool) {
 	var worst time.Duration
 	for _, s := range h.w.Services {
 		for _, c := range members {
-			i := slices.IndexFunc(h.samples, func(m Sample) bool { return m.At >= t && m.Up[c] && m.Mismatch(s, c) == "" })
+			i := slices.IndexFunc(h.samples, func(m Sample) bool { return m.At >= t && m.Known(s, c) && m.Mismatch(s, c) == "" })
 			if i < 0 {
 				return 0, false
 			}
@@ -268,7 +298,7 @@ func (r *Result) stuck(h history, s Service, c string) {
 	reported := false
 	for i, m := range h.samples {
 		bad := m.Mismatch(s, c)
-		if bad == "" || !m.Up[c] {
+		if bad == "" || !m.Known(s, c) {
 			outside, reported, prev = 0, false, m.At
 			continue
 		}
@@ -283,7 +313,7 @@ func (r *Result) stuck(h history, s Service, c string) {
 				LastFault: h.lastFault(m.At)})
 		}
 	}
-	if n := len(h.samples); n > 0 && !reported {
+	if n := len(h.samples); n > 0 && !reported && h.samples[n-1].Known(s, c) {
 		if bad := h.samples[n-1].Mismatch(s, c); bad != "" {
 			r.Violations = append(r.Violations, Violation{Invariant: "converged", At: h.samples[n-1].At, Service: s.Name, Consumer: c,
 				Detail: "differs from the model at the end of the run: " + bad, LastFault: h.lastFault(h.samples[n-1].At)})

@@ -131,3 +131,33 @@ func TestConvergenceOverlapped(t *testing.T) {
 		t.Fatalf("convergence %+v; want 15 s after the stop", r.Convergence)
 	}
 }
+
+// A replica that exits on losing the lead while the hub is faulted does so
+// by design; without a hub fault it is a violation.
+func TestAliveLostLead(t *testing.T) {
+	exits := []Exit{{At: 3 * time.Second, Process: "mcs-controller", Detail: lostLead + " so that a fresh replica takes over"},
+		{At: 40 * time.Second, Process: "mcs-controller", Detail: lostLead + " so that a fresh replica takes over"}}
+	hubDown := Applied{Event: Event{Kind: StopAPI, Cluster: hub}, Start: 1 * time.Second, Heal: 5 * time.Second}
+	r := Check(oneService, testLimits, samples(60*time.Second, -1, -1), nil, []Applied{hubDown}, exits, nil)
+	if r.LostLead != 1 || r.NotInjected != 1 || len(r.Violations) != 1 || r.Violations[0].At != 40*time.Second {
+		t.Fatalf("lost lead %d, not injected %d, violations %+v; want the exit at 40 s only", r.LostLead, r.NotInjected, r.Violations)
+	}
+}
+
+// A consumer or provider the harness could not read is not judged.
+func TestUnknownIsNotJudged(t *testing.T) {
+	ss := samples(60*time.Second, 10*time.Second, 61*time.Second)
+	for i := range ss {
+		if ss[i].At >= 10*time.Second {
+			ss[i].Up[member1] = false
+		}
+	}
+	if r := Check(oneService, testLimits, ss, nil, nil, nil, nil); len(r.Violations) != 0 {
+		t.Fatalf("violations %+v; want none while member1 is not read", r.Violations)
+	}
+	w := oneService
+	w.APIClusters = []string{member1}
+	if r := Check(w, testLimits, ss, nil, nil, nil, nil); len(r.Violations) != 1 || r.Violations[0].Invariant != "harness" {
+		t.Fatalf("violations %+v; want the harness's, member1 down at the end", r.Violations)
+	}
+}

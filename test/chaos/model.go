@@ -64,6 +64,21 @@ func (m Sample) Serving(s Service) bool {
 	return false
 }
 
+// Known reports whether this sample read c and every cluster s may come
+// from: what the harness holds of a cluster it could not read is as old as
+// its last reading, and so is the controller's view, at another time.
+func (m Sample) Known(s Service, c string) bool {
+	if !m.Up[c] || (s.MCS && !m.Up[hub]) {
+		return false
+	}
+	for _, p := range s.Providers {
+		if !m.Up[p] {
+			return false
+		}
+	}
+	return true
+}
+
 // Mismatch says how consumer c's import of s differs from the model, or
 // "" when it matches: a ServiceImport exactly where the model has a
 // consumer, and from each provider a copy of every address of its own

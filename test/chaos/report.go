@@ -102,7 +102,11 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "| available | %d probes, %d the model said must answer, %d misses (%d in a fault's window) | %d |\n",
 		res.Probes, res.Checked, res.Misses, res.Misses-count["available"], count["available"])
 	fmt.Fprintf(&b, "| converged | see the table above | %d |\n", count["converged"])
-	fmt.Fprintf(&b, "| alive | %d injected exits, %d not injected, %d panics | %d |\n", res.Injected, res.NotInjected, len(res.Panics), count["alive"])
+	fmt.Fprintf(&b, "| alive | %d injected exits, %d on a lead lost while the hub was faulted (by design), %d else, %d panics | %d |\n",
+		res.Injected, res.LostLead, res.NotInjected, len(res.Panics), count["alive"])
+	if n := count["harness"]; n > 0 {
+		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down | %d |\n", n)
+	}
 	b.WriteString("| owned | not checked yet (needs the API servers' audit logs) | - |\n")
 	if len(res.Violations) > 0 {
 		b.WriteString("\n## Violations\n\n| at | invariant | service | consumer | what | last fault before |\n|---|---|---|---|---|---|\n")
