@@ -76,10 +76,13 @@ type Stats struct {
 
 // Result is the invariants' numbers.
 type Result struct {
-	Probes        int              `json:"probes"`
-	Checked       int              `json:"checked"` // probes the model said must answer
-	Misses        int              `json:"misses"`
-	Excused       map[string]int   `json:"excused"` // misses within a fault's window, by fault kind
+	Probes  int            `json:"probes"`
+	Checked int            `json:"checked"` // probes the model said must answer
+	Misses  int            `json:"misses"`
+	Excused map[string]int `json:"excused"` // misses within a fault's window, by fault kind
+	// ExcusedMisses are those misses (the first maxListed), to read what
+	// a fault\'s window hides.
+	ExcusedMisses []Violation      `json:"excusedMisses"`
 	Convergence   map[string]Stats `json:"convergence"`
 	LostLead      int              `json:"lostLeadExits"` // exits on losing the lead while the hub was faulted
 	Injected      int              `json:"injectedExits"`
@@ -144,6 +147,9 @@ type history struct {
 	samples []Sample
 	faults  []Applied
 }
+
+// maxListed bounds the excused misses a report lists.
+const maxListed = 200
 
 // lostLead is what mcs-controller logs when it exits on losing the lead.
 const lostLead = "Lost the lead: exiting"
@@ -212,12 +218,16 @@ func (r *Result) available(h history, probes []Probe) {
 			continue
 		}
 		r.Misses++
+		v := Violation{Invariant: "available", At: p.At, Service: p.Service, Consumer: p.Consumer,
+			Detail: fmt.Sprintf("%s name: %d answers, rcode %s %s", p.Name, p.Answers, p.Rcode, p.Err), LastFault: h.lastFault(p.At)}
 		if kind := h.excusedBy(p.At); kind != "" {
 			r.Excused[kind]++
+			if len(r.ExcusedMisses) < maxListed {
+				r.ExcusedMisses = append(r.ExcusedMisses, v)
+			}
 			continue
 		}
-		r.Violations = append(r.Violations, Violation{Invariant: "available", At: p.At, Service: p.Service, Consumer: p.Consumer,
-			Detail: fmt.Sprintf("%s name: %d answers, rcode %s %s", p.Name, p.Answers, p.Rcode, p.Err), LastFault: h.lastFault(p.At)})
+		r.Violations = append(r.Violations, v)
 	}
 }
 

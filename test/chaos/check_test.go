@@ -59,7 +59,7 @@ func TestMissWithinAFaultsWindowIsExcused(t *testing.T) {
 	ss := samples(60*time.Second, -1, -1)
 	// 30 s is 9 s after the fault healed, within the grace of 10 s.
 	r := Check(oneService, testLimits, ss, []Probe{miss(30 * time.Second)}, []Applied{fault(FreezeAPI, 15*time.Second, 21*time.Second)}, nil, nil)
-	if len(r.Violations) != 0 || r.Excused[FreezeAPI] != 1 {
+	if len(r.Violations) != 0 || r.Excused[FreezeAPI] != 1 || len(r.ExcusedMisses) != 1 {
 		t.Fatalf("violations %+v, excused %v; want none and one of %s", r.Violations, r.Excused, FreezeAPI)
 	}
 }

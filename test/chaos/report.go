@@ -119,6 +119,13 @@ func (r Report) Markdown() string {
 				strings.ReplaceAll(v.Detail, "|", "/"), v.LastFault)
 		}
 	}
+	if len(res.ExcusedMisses) > 0 {
+		b.WriteString("\n## Misses within a fault's window\n\nExcused, but worth reading: a miss a fault does not explain is a finding.\n\n")
+		b.WriteString("| at | service | consumer | what | last fault before |\n|---|---|---|---|---|\n")
+		for _, v := range res.ExcusedMisses {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", v.At.Round(time.Millisecond), v.Service, v.Consumer, strings.ReplaceAll(v.Detail, "|", "/"), v.LastFault)
+		}
+	}
 	if len(r.Missing) > 0 {
 		b.WriteString("\n## Not covered yet\n\n")
 		for _, m := range r.Missing {
