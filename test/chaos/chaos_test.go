@@ -359,16 +359,26 @@ const managedBySlices = "endpointslice.kubernetes.io/managed-by"
 // sample reads every cluster; one that does not answer within two seconds
 // keeps what prev read of it.
 func (r *run) sample(ctx context.Context, prev Sample) Sample {
-	m := Sample{At: r.now(), Up: map[string]bool{}, Ready: map[string]map[string][]string{}, All: map[string]map[string][]string{},
-		Exports: map[string][]string{}, MCS: map[string]bool{}, Imports: map[string][]string{}, Imported: map[string]map[string]map[string][]string{}}
-	for _, c := range members {
-		err := r.readMember(ctx, c, &m)
-		m.Up[c] = err == nil
-		if err != nil {
-			copyMember(&m, prev, c)
-		}
+	m := newSample(r.now())
+	// Each cluster in parallel: one that hangs must not slow the
+	// readings of the others.
+	parts := make([]Sample, len(members))
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, c := range members {
+		parts[i] = newSample(m.At)
+		wg.Go(func() { errs[i] = r.readMember(ctx, c, &parts[i]) })
 	}
 	err := r.readHub(ctx, &m)
+	wg.Wait()
+	for i, c := range members {
+		m.Up[c] = errs[i] == nil
+		from := parts[i]
+		if errs[i] != nil {
+			from = prev
+		}
+		copyMember(&m, from, c)
+	}
 	m.Up[hub] = err == nil
 	if err != nil {
 		m.MCS = prev.MCS
@@ -448,20 +458,25 @@ func (r *run) readMember(ctx context.Context, c string, m *Sample) error {
 	return nil
 }
 
-// copyMember carries what prev read of member c into m.
-func copyMember(m *Sample, prev Sample, c string) {
-	for svc, byC := range prev.All {
+func newSample(at time.Duration) Sample {
+	return Sample{At: at, Up: map[string]bool{}, Ready: map[string]map[string][]string{}, All: map[string]map[string][]string{},
+		Exports: map[string][]string{}, MCS: map[string]bool{}, Imports: map[string][]string{}, Imported: map[string]map[string]map[string][]string{}}
+}
+
+// copyMember carries what src read of member c into m.
+func copyMember(m *Sample, src Sample, c string) {
+	for svc, byC := range src.All {
 		if m.All[svc] == nil {
 			m.All[svc], m.Ready[svc] = map[string][]string{}, map[string][]string{}
 		}
-		m.All[svc][c], m.Ready[svc][c] = byC[c], prev.Ready[svc][c]
+		m.All[svc][c], m.Ready[svc][c] = byC[c], src.Ready[svc][c]
 	}
-	for svc, cs := range prev.Exports {
+	for svc, cs := range src.Exports {
 		if slices.Contains(cs, c) {
 			m.Exports[svc] = append(m.Exports[svc], c)
 		}
 	}
-	m.Imports[c], m.Imported[c] = prev.Imports[c], prev.Imported[c]
+	m.Imports[c], m.Imported[c] = src.Imports[c], src.Imported[c]
 }
 
 // probeLoop resolves every service's names through consumer c's DNS,

@@ -98,8 +98,10 @@ func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Appl
 	r := Result{Probes: len(probes), Excused: map[string]int{}, Convergence: map[string]Stats{},
 		FaultsApplied: map[string]int{}, FaultsFailed: map[string]int{}, Panics: panics}
 	var faults []Applied
+	changes := map[string][]time.Duration{} // service -> starts of its workload changes
 	for _, a := range applied {
 		if !a.IsFault() {
+			changes[a.Service] = append(changes[a.Service], a.Start)
 			continue
 		}
 		if a.Err != "" {
@@ -109,7 +111,7 @@ func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Appl
 		r.FaultsApplied[a.Kind]++
 		faults = append(faults, a)
 	}
-	h := history{w: w, lim: lim, samples: samples, faults: faults}
+	h := history{w: w, lim: lim, samples: samples, faults: faults, changes: changes}
 	r.available(h, probes)
 	r.converged(h)
 	for _, e := range exits {
@@ -146,6 +148,7 @@ type history struct {
 	lim     Limits
 	samples []Sample
 	faults  []Applied
+	changes map[string][]time.Duration
 }
 
 // maxListed bounds the excused misses a report lists.
@@ -186,23 +189,32 @@ func (h history) lastFault(t time.Duration) string {
 	return last
 }
 
-// mustAnswer reports whether every sample from Settle before t up to t
-// says s is served to c, and there is one from before that stretch.
+// mustAnswer reports whether s must answer in c at t: the harness changed
+// nothing of s in the Settle before t, and every sample from the last one
+// before that stretch to the first one after t says s is served to c (a
+// change between two samples shows in the later one).
 func (h history) mustAnswer(s Service, c string, t time.Duration) bool {
+	for _, at := range h.changes[s.Name] {
+		if at > t-h.lim.Settle && at <= t {
+			return false
+		}
+	}
 	from := t - h.lim.Settle
 	i := sort.Search(len(h.samples), func(i int) bool { return h.samples[i].At > from })
 	if i == 0 {
 		return false
 	}
+	after := false
 	for _, m := range h.samples[i-1:] {
-		if m.At > t {
-			break
-		}
 		if !m.Consumes(s, c) || !m.Serving(s) {
 			return false
 		}
+		if m.At > t {
+			after = true
+			break
+		}
 	}
-	return true
+	return after
 }
 
 // available: while the model has s served to c, each of its names answers

@@ -161,3 +161,19 @@ func TestUnknownIsNotJudged(t *testing.T) {
 		t.Fatalf("violations %+v; want the harness's, member1 down at the end", r.Violations)
 	}
 }
+
+// A change of the service by the harness, or one that only the next
+// sample shows, is propagating: no miss is checked until it settled.
+func TestMissWhileAChangePropagatesIsNotChecked(t *testing.T) {
+	ss := samples(60*time.Second, -1, -1)
+	scale := Applied{Event: Event{Kind: Scale, Service: "s", Cluster: member1}, Start: 28500 * time.Millisecond}
+	r := Check(oneService, testLimits, ss, []Probe{miss(30 * time.Second), miss(40 * time.Second)}, []Applied{scale}, nil, nil)
+	if r.Checked != 1 || len(r.Violations) != 1 || r.Violations[0].At != 40*time.Second {
+		t.Fatalf("checked %d, violations %+v; want the miss at 40 s only", r.Checked, r.Violations)
+	}
+	ss[31].Ready["s"] = map[string][]string{} // the next sample after 30.5 s has nothing ready
+	r = Check(oneService, testLimits, ss, []Probe{miss(30500 * time.Millisecond)}, nil, nil, nil)
+	if r.Checked != 0 {
+		t.Fatalf("checked %d, want none: the sample after the miss has nothing ready", r.Checked)
+	}
+}
