@@ -144,6 +144,9 @@ func TestChaos(t *testing.T) {
 			break
 		}
 		t.Errorf("seed %d: %s at %s: %s %s: %s (last fault: %s)", cfg.Seed, v.Invariant, v.At.Round(time.Millisecond), v.Service, v.Consumer, v.Detail, v.LastFault)
+		if i < 3 {
+			t.Logf("what the run did from 20 s before to 2 s after:\n%s", HistoryAround(r.applied, v.At, 20*time.Second, 2*time.Second))
+		}
 	}
 }
 

@@ -134,3 +134,23 @@ func (r Report) Markdown() string {
 	}
 	return b.String()
 }
+
+// HistoryAround is what the run did from before until after around at: the
+// events as applied, an event a line, to read with a violation.
+func HistoryAround(applied []Applied, at, before, after time.Duration) string {
+	var b strings.Builder
+	for _, a := range applied {
+		if a.Start < at-before || a.Start > at+after {
+			continue
+		}
+		fmt.Fprintf(&b, "%s (began %s", a.Event, a.Start.Round(time.Millisecond))
+		if a.IsFault() {
+			fmt.Fprintf(&b, ", healed %s", a.Heal.Round(time.Millisecond))
+		}
+		if a.Err != "" {
+			fmt.Fprintf(&b, ", failed: %s", a.Err)
+		}
+		b.WriteString(")\n")
+	}
+	return b.String()
+}

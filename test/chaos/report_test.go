@@ -25,3 +25,18 @@ func TestMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestHistoryAround(t *testing.T) {
+	applied := []Applied{
+		{Event: Event{At: time.Second, Kind: Scale, Service: "s", Cluster: member1, Replicas: 2}, Start: time.Second},
+		{Event: Event{At: 9 * time.Second, Kind: StopAPI, Cluster: member2, For: 3 * time.Second}, Start: 9 * time.Second, Heal: 13 * time.Second},
+		{Event: Event{At: 10 * time.Second, Kind: KillCoreDNS, Cluster: member2}, Start: 10 * time.Second, Err: "connection refused"},
+		{Event: Event{At: 20 * time.Second, Kind: Scale, Service: "s", Cluster: member1}, Start: 20 * time.Second},
+	}
+	got := HistoryAround(applied, 11*time.Second, 5*time.Second, 2*time.Second)
+	want := "      9s stop-apiserver cluster=member2 for=3s (began 9s, healed 13s)\n" +
+		"     10s kill-coredns cluster=member2 (began 10s, healed 0s, failed: connection refused)\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
