@@ -67,6 +67,11 @@ type Stats struct {
 	P99          float64 `json:"p99"`
 	Max          float64 `json:"max"`
 	NotConverged int     `json:"notConverged"`
+	// BackP50 and BackMax: how long after the heal the harness could read
+	// every cluster again (an API server's own recovery, which no
+	// controller can beat); the times above include it.
+	BackP50 float64 `json:"backP50"`
+	BackMax float64 `json:"backMax"`
 	// Overlapped: took longer than Converge, or never converged, while
 	// another fault's window began meanwhile: not the fault's own time, and
 	// no violation by itself (a difference outside every fault's window
@@ -248,8 +253,11 @@ func (r *Result) available(h history, probes []Probe) {
 // kind); outside faults' windows no import differs for longer than
 // Converge; and the last sample matches.
 func (r *Result) converged(h history) {
-	durs := map[string][]time.Duration{}
+	durs, backs := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i, f := range h.faults {
+		if b, ok := h.readableAfter(f.Heal); ok {
+			backs[f.Kind] = append(backs[f.Kind], b)
+		}
 		d, ok := h.convergedAfter(f.Heal)
 		st := r.Convergence[f.Kind]
 		switch {
@@ -270,6 +278,11 @@ func (r *Result) converged(h history) {
 	for kind, ds := range durs {
 		st := r.Convergence[kind]
 		st.N, st.P50, st.P99, st.Max = len(ds), pct(ds, 0.5), pct(ds, 0.99), pct(ds, 1)
+		r.Convergence[kind] = st
+	}
+	for kind, bs := range backs {
+		st := r.Convergence[kind]
+		st.BackP50, st.BackMax = pct(bs, 0.5), pct(bs, 1)
 		r.Convergence[kind] = st
 	}
 	for _, s := range h.w.Services {
@@ -293,6 +306,25 @@ func (h history) overlapped(i int, d time.Duration, ok bool) bool {
 		}
 	}
 	return false
+}
+
+// readableAfter is how long after t the harness first read every cluster.
+func (h history) readableAfter(t time.Duration) (time.Duration, bool) {
+	i := slices.IndexFunc(h.samples, func(m Sample) bool {
+		if m.At < t {
+			return false
+		}
+		for _, up := range m.Up {
+			if !up {
+				return false
+			}
+		}
+		return true
+	})
+	if i < 0 {
+		return 0, false
+	}
+	return h.samples[i].At - t, true
 }
 
 // convergedAfter is how long after t every (service, consumer) pair

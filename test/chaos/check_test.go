@@ -88,6 +88,13 @@ func TestConvergenceAfterAFault(t *testing.T) {
 	if st.N != 1 || st.Max != 3 || len(r.Violations) != 0 {
 		t.Fatalf("convergence %+v, violations %+v; want one of 3 s and none", st, r.Violations)
 	}
+	for i := range ss {
+		ss[i].Up[member3] = ss[i].At >= 22*time.Second // read again 2 s after the heal
+	}
+	r = Check(oneService, testLimits, ss, nil, []Applied{fault(StopAPI, 10*time.Second, 20*time.Second)}, nil, nil)
+	if st := r.Convergence[StopAPI]; st.BackMax != 2 || st.Max != 3 {
+		t.Fatalf("convergence %+v; want every cluster read 2 s after the heal, converged 3 s after", st)
+	}
 }
 
 func TestDifferenceOutsideFaultsIsAViolation(t *testing.T) {
