@@ -22,7 +22,9 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -614,8 +616,11 @@ func (r *run) serverFault(t *testing.T, e Event) {
 func (r *run) toggleExport(ctx context.Context, e Event) error {
 	res := r.l.Dynamic(r.t, e.Cluster).Resource(mcsv1beta1.SchemeGroupVersion.WithResource("serviceexports")).Namespace(r.ns)
 	_, err := res.Get(ctx, e.Service, metav1.GetOptions{})
-	if err == nil {
+	switch {
+	case err == nil:
 		return res.Delete(ctx, e.Service, metav1.DeleteOptions{})
+	case !apierrors.IsNotFound(err):
+		return err
 	}
 	se := map[string]any{"apiVersion": mcsv1beta1.SchemeGroupVersion.String(), "kind": "ServiceExport",
 		"metadata": map[string]any{"name": e.Service, "namespace": r.ns}}
@@ -630,26 +635,13 @@ func (r *run) flipStrategy(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	s, _, _ := unstructuredString(m.Object, "spec", "strategy")
+	s, _, _ := unstructured.NestedString(m.Object, "spec", "strategy")
 	next := api.LocalFirst
 	if s == string(api.LocalFirst) {
 		next = api.RemoteAndLocal
 	}
 	_, err = res.Patch(ctx, e.Service, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"strategy":%q}}`, next), metav1.PatchOptions{})
 	return err
-}
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	cur := any(obj)
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[f]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }
 
 // killLeader SIGKILLs the replica that leads and starts another at once.
