@@ -173,22 +173,39 @@ func (h history) hubFaultAt(t time.Duration) bool {
 	return false
 }
 
-// excusedBy is the kind of a fault whose window, from its start to Grace
-// after it healed, holds t; "" when none does.
-func (h history) excusedBy(t time.Duration) string {
+// excusedBy is the fault whose window, from its start to Grace after it
+// healed, holds t, the one that touched service s or cluster c first
+// (a hand edit of s, a fault of c), else the last begun; false when none.
+func (h history) excusedBy(t time.Duration, s, c string) (Applied, bool) {
+	var best Applied
+	rank := -1
 	for _, f := range h.faults {
-		if t >= f.Start && t <= f.Heal+h.lim.Grace {
-			return f.Kind
+		if t < f.Start || t > f.Heal+h.lim.Grace {
+			continue
+		}
+		r := 0
+		if f.Cluster == c {
+			r = 1
+		}
+		if f.Service == s && s != "" {
+			r += 2
+		}
+		if r > rank || (r == rank && f.Start > best.Start) {
+			best, rank = f, r
 		}
 	}
-	return ""
+	return best, rank >= 0
+}
+
+func describe(f Applied) string {
+	return fmt.Sprintf("%s %s%s at %s", f.Kind, f.Cluster, f.Service, f.Start.Round(time.Millisecond))
 }
 
 func (h history) lastFault(t time.Duration) string {
 	last := ""
 	for _, f := range h.faults {
 		if f.Start <= t {
-			last = fmt.Sprintf("%s %s%s at %s", f.Kind, f.Cluster, f.Service, f.Start.Round(time.Millisecond))
+			last = describe(f)
 		}
 	}
 	return last
@@ -237,8 +254,9 @@ func (r *Result) available(h history, probes []Probe) {
 		r.Misses++
 		v := Violation{Invariant: "available", At: p.At, Service: p.Service, Consumer: p.Consumer,
 			Detail: fmt.Sprintf("%s name: %d answers, rcode %s %s", p.Name, p.Answers, p.Rcode, p.Err), LastFault: h.lastFault(p.At)}
-		if kind := h.excusedBy(p.At); kind != "" {
-			r.Excused[kind]++
+		if f, ok := h.excusedBy(p.At, p.Service, p.Consumer); ok {
+			r.Excused[f.Kind]++
+			v.LastFault = describe(f)
 			if len(r.ExcusedMisses) < maxListed {
 				r.ExcusedMisses = append(r.ExcusedMisses, v)
 			}
@@ -356,7 +374,7 @@ func (r *Result) stuck(h history, s Service, c string) {
 			outside, reported, prev = 0, false, m.At
 			continue
 		}
-		if i > 0 && h.excusedBy(m.At) == "" {
+		if _, excused := h.excusedBy(m.At, s.Name, c); i > 0 && !excused {
 			outside += m.At - prev
 		}
 		prev = m.At

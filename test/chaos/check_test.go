@@ -184,3 +184,15 @@ func TestMissWhileAChangePropagatesIsNotChecked(t *testing.T) {
 		t.Fatalf("checked %d, want none: the sample after the miss has nothing ready", r.Checked)
 	}
 }
+
+// A miss is put down to the fault that touched its service or consumer,
+// not to whichever began last.
+func TestMissPutDownToItsFault(t *testing.T) {
+	ss := samples(60*time.Second, -1, -1)
+	edit := Applied{Event: Event{Kind: DeleteOwned, Cluster: member2, Service: "s"}, Start: 28 * time.Second, Heal: 28 * time.Second}
+	other := Applied{Event: Event{Kind: StopAPI, Cluster: member3}, Start: 29 * time.Second, Heal: 40 * time.Second}
+	r := Check(oneService, testLimits, ss, []Probe{miss(30 * time.Second)}, []Applied{other, edit}, nil, nil)
+	if r.Excused[DeleteOwned] != 1 || len(r.ExcusedMisses) != 1 || !strings.HasPrefix(r.ExcusedMisses[0].LastFault, "delete-owned member2s") {
+		t.Fatalf("excused %v %+v; want the miss put down to delete-owned", r.Excused, r.ExcusedMisses)
+	}
+}
