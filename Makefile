@@ -75,6 +75,7 @@ test: test-unit vulncheck test-fuzz test-lab
 test-unit: promtool
 	$(GO) vet ./...
 	$(GO) vet -tags lab ./...
+	$(GO) vet -tags chaos ./test/chaos
 	cd test/lab && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	cd test/lab && $(GO) test -race -count=1 ./...
@@ -92,6 +93,15 @@ test-lab: build lab-bins
 .PHONY: conformance
 conformance: build lab-bins
 	$(GO) test -count=1 -tags lab -timeout 30m -run '^TestConformance$$' -v ./test/conformance
+
+# A seeded chaos run on the lab (test/chaos, docs/reliability.md): workload
+# changes and overlapping faults drawn from SEED (default 47; "random" draws
+# one and prints it), for DURATION (default 3m), with the FAULTS mix ("all",
+# "none" or a comma-separated list); the report lands in _output/chaos.
+# SEED=... make chaos replays a run's schedule exactly.
+.PHONY: chaos
+chaos: build lab-bins
+	CHAOS_SEED=$(SEED) CHAOS_DURATION=$(DURATION) CHAOS_FAULTS=$(FAULTS) $(GO) test -count=1 -tags chaos -timeout 150m -run '^TestChaos$$' -v ./test/chaos
 
 # The benchmarks of README.md, Performance (see test/bench/README.md):
 # first the DNS ones, side by side on the lab's member3, printing a table of
