@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -281,12 +280,7 @@ func summarize(w *world, checks []Check) *Diagnosis {
 
 func (o *diagnoseOptions) print(d *Diagnosis) error {
 	if o.output == "json" {
-		b, err := json.MarshalIndent(d, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = o.streams.Out.Write(append(b, '\n'))
-		return err
+		return encode(o.streams.Out, o.output, d)
 	}
 	return d.list(o.streams.Out)
 }

@@ -137,7 +137,7 @@ func fleetMember(o *hubOptions, cluster string) FleetMember {
 
 func (o *statusOptions) printFleet(r *FleetReport) error {
 	if o.output != "" {
-		return o.encode(r)
+		return encode(o.streams.Out, o.output, r)
 	}
 	return r.table(o.streams.Out)
 }

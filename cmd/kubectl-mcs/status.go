@@ -298,16 +298,17 @@ func conditions(cs []metav1.Condition) []string {
 
 func (o *statusOptions) print(r *Report) error {
 	if o.output != "" {
-		return o.encode(r)
+		return encode(o.streams.Out, o.output, r)
 	}
 	return r.table(o.streams.Out)
 }
 
-// encode writes v as -o says: json or yaml.
-func (o *statusOptions) encode(v any) error {
+// encode writes v to w as -o says: json or yaml. status, diagnose and
+// verify share it, so that their machine-readable output is one format.
+func encode(w io.Writer, output string, v any) error {
 	var b []byte
 	var err error
-	if o.output == "yaml" {
+	if output == "yaml" {
 		b, err = yaml.Marshal(v)
 	} else {
 		b, err = json.MarshalIndent(v, "", "  ")
@@ -316,7 +317,7 @@ func (o *statusOptions) encode(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.streams.Out.Write(b)
+	_, err = w.Write(b)
 	return err
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -233,12 +232,7 @@ func (r *verifyRun) verify(ctx context.Context, cleanupTimeout time.Duration, pr
 
 func (o *verifyOptions) print(v *Verification) error {
 	if o.output == "json" {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = o.streams.Out.Write(append(b, '\n'))
-		return err
+		return encode(o.streams.Out, o.output, v)
 	}
 	return v.table(o.streams.Out)
 }
