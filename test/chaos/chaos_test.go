@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,7 +215,7 @@ func setUp(t *testing.T, l *labtest.Lab, w World) *run {
 	}
 	labtest.ClusterDNS(t, w.PodDNS...)
 	for _, c := range w.PodDNS {
-		r.dnsAddr[c] = net.JoinHostPort(kubeDNSIP(t, l, c), "53")
+		r.dnsAddr[c] = net.JoinHostPort(l.DNSServiceIP(t, c), "53")
 	}
 	r.dnsAddr[member3] = labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), member3, time.Minute)
 	r.ctlBin = l.Binary(t, "mcs-controller")
@@ -270,19 +269,6 @@ func multiClusterService(ns string, s Service) *v1alpha1.MultiClusterService {
 			FailoverOrder: []v1alpha1.ClusterName{member3, member1}}
 	}
 	return m
-}
-
-// kubeDNSIP is the tenth address of c's Service range, kube-dns's.
-func kubeDNSIP(t *testing.T, l *labtest.Lab, c string) string {
-	svc, err := l.Client(t, c).CoreV1().Services("default").Get(t.Context(), "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := netip.MustParseAddr(svc.Spec.ClusterIP)
-	for range 9 {
-		a = a.Next()
-	}
-	return a.String()
 }
 
 // startReplica starts a controller replica, as a Deployment's kubelet does.

@@ -36,7 +36,7 @@ func ClusterDNS(t testing.TB, members ...string) {
 	l.Binary(t, "coredns-mcs")
 	ips := map[string]string{}
 	for _, m := range members {
-		ips[m] = l.dnsServiceIP(t, m)
+		ips[m] = l.DNSServiceIP(t, m)
 		objs := corednsObjects(Kustomize(t, filepath.Join(l.root, "deploy", "overlays", m)))
 		svc, err := toUnstructured(kubeDNSService(ips[m]))
 		if err != nil {
@@ -67,9 +67,9 @@ func corednsObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructu
 	return out
 }
 
-// dnsServiceIP is the tenth address of the member's Service range, which
+// DNSServiceIP is the tenth address of the member's Service range, which
 // kubeadm gives kube-dns.
-func (l *Lab) dnsServiceIP(t testing.TB, member string) string {
+func (l *Lab) DNSServiceIP(t testing.TB, member string) string {
 	t.Helper()
 	svc, err := l.Client(t, member).CoreV1().Services("default").Get(t.Context(), "kubernetes", metav1.GetOptions{})
 	if err != nil {
