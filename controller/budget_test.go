@@ -112,19 +112,8 @@ func TestMemberObjectsPaced(t *testing.T) {
 			fc := clocktesting.NewFakeClock(t0)
 			f := newFixture(t, step.world, withOptions(Options{Clock: fc, ChangeRate: rate}))
 			got := map[string]bool{}
-			drainUntil := func(done func() bool, step time.Duration) error {
-				return wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-					for f.c.queue.Len() > 0 {
-						k, _ := f.c.queue.Get()
-						f.c.queue.Done(k)
-						got[k] = true
-					}
-					fc.Step(step)
-					return done(), nil
-				})
-			}
 			// What the hub's MultiClusterServices queued is out of the way.
-			if err := drainUntil(func() bool { return len(got) == len(step.world[hub]) }, 0); err != nil {
+			if err := f.drainUntil(fc, got, 10*time.Second, func() bool { return len(got) == len(step.world[hub]) }, 0); err != nil {
 				t.Fatalf("%d services queued by the hub, want %d", len(got), len(step.world[hub]))
 			}
 			clear(got)
@@ -133,13 +122,13 @@ func TestMemberObjectsPaced(t *testing.T) {
 			for i := range services {
 				f.change(m1, step.change(i), "create")
 			}
-			if err := drainUntil(func() bool { return len(got)+paced()-before >= services }, 0); err != nil {
+			if err := f.drainUntil(fc, got, 10*time.Second, func() bool { return len(got)+paced()-before >= services }, 0); err != nil {
 				t.Fatalf("of %d services changed, %d queued and %d paced", services, len(got), paced()-before)
 			}
 			if len(got) > burst*rate || paced()-before != services-burst*rate {
 				t.Errorf("of %d services changed, %d queued at once and %d paced; want %d and %d", services, len(got), paced()-before, burst*rate, services-burst*rate)
 			}
-			if err := drainUntil(func() bool { return len(got) == services }, 100*time.Millisecond); err != nil {
+			if err := f.drainUntil(fc, got, 10*time.Second, func() bool { return len(got) == services }, 100*time.Millisecond); err != nil {
 				t.Fatalf("%d of %d services queued once the budget allowed", len(got), services)
 			}
 			if took, want := fc.Since(start), (services-burst*rate)/rate*time.Second; took < want {

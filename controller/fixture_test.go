@@ -31,6 +31,7 @@ import (
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsapifake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
@@ -239,6 +240,21 @@ func (f *fixture) selector() func() string {
 
 // serveCRD makes the hub serve MultiClusterServices, as installing the
 // CRD does.
+// drainUntil takes every key the controller queues into got, stepping fc
+// by step after each round, until done or timeout: what a test of pacing
+// reads of the queue without syncing.
+func (f *fixture) drainUntil(fc *clocktesting.FakeClock, got map[string]bool, timeout time.Duration, done func() bool, step time.Duration) error {
+	return wait.PollUntilContextTimeout(f.t.Context(), time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		for f.c.queue.Len() > 0 {
+			k, _ := f.c.queue.Get()
+			f.c.queue.Done(k)
+			got[k] = true
+		}
+		fc.Step(step)
+		return done(), nil
+	})
+}
+
 func (f *fixture) serveCRD() { f.noCRD.Store(false) }
 
 // ready is the probe of a fake member: it answers unless it is down.

@@ -324,19 +324,8 @@ func TestHostileMemberEventsPaced(t *testing.T) {
 		return i >= 0 && f.reg.List()[i].Settled() && h.Watching("serviceexports") > 0 && h.Watching("serviceimports") > 0
 	})
 	got := map[string]bool{}
-	drainUntil := func(done func() bool, step time.Duration) error {
-		return wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-			for f.c.queue.Len() > 0 {
-				k, _ := f.c.queue.Get()
-				f.c.queue.Done(k)
-				got[k] = true
-			}
-			fc.Step(step)
-			return done(), nil
-		})
-	}
 	// The member's budget is full.
-	if err := drainUntil(func() bool { return true }, 0); err != nil {
+	if err := f.drainUntil(fc, got, 20*time.Second, func() bool { return true }, 0); err != nil {
 		t.Fatal(err)
 	}
 	fc.Step(changeBurst * time.Second)
@@ -348,13 +337,13 @@ func TestHostileMemberEventsPaced(t *testing.T) {
 			t.Fatal("no watch took the event")
 		}
 	}
-	if err := drainUntil(func() bool { return len(got)+paced()-before >= 2*each }, 0); err != nil {
+	if err := f.drainUntil(fc, got, 20*time.Second, func() bool { return len(got)+paced()-before >= 2*each }, 0); err != nil {
 		t.Fatalf("of %d services changed, %d queued and %d paced", 2*each, len(got), paced()-before)
 	}
 	if len(got) > burst*rate || paced()-before != 2*each-burst*rate {
 		t.Errorf("of %d services changed, %d queued at once and %d paced; want %d and %d", 2*each, len(got), paced()-before, burst*rate, 2*each-burst*rate)
 	}
-	if err := drainUntil(func() bool { return len(got) == 2*each }, 100*time.Millisecond); err != nil {
+	if err := f.drainUntil(fc, got, 20*time.Second, func() bool { return len(got) == 2*each }, 100*time.Millisecond); err != nil {
 		t.Fatalf("%d of %d services queued once the budget allowed", len(got), 2*each)
 	}
 	if took, want := fc.Since(start), (2*each-burst*rate)/rate*time.Second; took < want {
