@@ -81,7 +81,7 @@ says what its account needs.`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotRun(err) })
 	o.addFlags(cmd)
 	o.addMemberContexts(cmd)
-	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
+	o.addMemberFlags(cmd)
 	cmd.Flags().StringToStringVar(&o.dnsServers, "dns", nil, "MEMBER=HOST:PORT of a member's coredns-mcs to ask, where this machine reaches it")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "json; a list without it")
 	return cmd

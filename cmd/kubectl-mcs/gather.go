@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	inventoryclient "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
@@ -38,9 +39,9 @@ import (
 
 type gatherOptions struct {
 	hubOptions
-	members []string
-	file    string
-	since   time.Duration
+	memberSources
+	file  string
+	since time.Duration
 }
 
 func newGather(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -53,7 +54,7 @@ func newGather(flags *genericclioptions.ConfigFlags, streams genericiooptions.IO
     (not one pod of the Deployment), its Leases and Events, every MultiClusterService, and the
     member Secrets summarised: cluster, server, when their credentials expire; never a token,
     key or certificate;
-  - each member (the hub's member Secrets, or --members; reached with the context of its name,
+  - each member (the hub's member Secrets and ClusterProfiles, or --members; reached with the context of its name,
     or --member-context CLUSTER=CONTEXT): the controller's objects (ServiceImports, derived-<svc>
     Services, imported EndpointSlices), the ServiceExports and their conditions, the Leases of
     mcs-system, and CoreDNS: its Deployment (image), Corefile, and every pod's logs and /metrics;
@@ -69,7 +70,7 @@ Every file is scrubbed of anything shaped like a token, a key or a certificate.`
 	}
 	o.addFlags(cmd)
 	o.addMemberContexts(cmd)
-	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
+	o.addMemberFlags(cmd)
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "the tarball to write (default mcs-gather-<time>.tar.gz in the current directory)")
 	cmd.Flags().DurationVar(&o.since, "since", 24*time.Hour, "logs of at most this long ago; 0: all the pods have")
 	return cmd
@@ -95,7 +96,11 @@ func (o *gatherOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g := &gatherer{hub: hub, hubMCS: hubMCS, namespace: o.controllerNamespace, members: o.members, since: o.since, connect: o.memberClients}
+	profiles, err := inventoryclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	g := &gatherer{hub: hub, hubMCS: hubMCS, profiles: profiles, namespace: o.controllerNamespace, sources: o.memberSources, since: o.since, connect: o.memberClients}
 	m, err := g.write(ctx, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -125,8 +130,9 @@ func (o *gatherOptions) memberClients(cluster string) (kubernetes.Interface, mcs
 type gatherer struct {
 	hub       kubernetes.Interface
 	hubMCS    mcsclientset.Interface
-	namespace string   // the controller's, on the hub
-	members   []string // nil: the hub's member Secrets'
+	profiles  inventoryclient.Interface
+	namespace string // the controller's, on the hub
+	sources   memberSources
 	since     time.Duration
 	connect   func(cluster string) (kubernetes.Interface, mcsclient.Interface, error)
 }
@@ -202,28 +208,28 @@ func (g *gatherer) gatherHub(ctx context.Context, b *bundle) {
 		}
 		return summarise(secrets.Items), nil
 	})
+	if pns := g.sources.profileNamespace; pns != "" {
+		b.list("hub/clusterprofiles.yaml", "the hub: ClusterProfiles of "+pns, func() (any, error) {
+			return g.profiles.ApisV1alpha1().ClusterProfiles(pns).List(ctx, metav1.ListOptions{})
+		})
+	}
 }
 
 // controllerSelector selects mcs-controller's pods and Deployments, of the
 // overlays and of the chart.
 const controllerSelector = "app.kubernetes.io/name=mcs-controller"
 
-// memberNames are --members, else the clusters of the hub's member Secrets.
+// memberNames are --members, else the members the hub registers.
 func (g *gatherer) memberNames(ctx context.Context, b *bundle) []string {
-	if len(g.members) > 0 {
-		return g.members
+	if len(g.sources.members) > 0 {
+		return g.sources.members
 	}
-	secrets, err := g.hub.CoreV1().Secrets(g.namespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelCluster})
+	r, err := g.sources.registered(ctx, g.hub, g.profiles, g.namespace)
 	if err != nil {
-		b.failed("the hub: the member Secrets, which name the members", err)
+		b.failed("the hub: the registrations that name the members", err)
 		return nil
 	}
-	var names []string
-	for _, s := range secrets.Items {
-		names = append(names, s.Labels[api.LabelCluster])
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return r.names
 }
 
 func (g *gatherer) gatherMember(ctx context.Context, b *bundle, cluster string) {

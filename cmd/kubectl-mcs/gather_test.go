@@ -18,6 +18,9 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	inventory "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	inventoryfake "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned/fake"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	mcsapifake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
 
@@ -77,8 +80,10 @@ func TestGatherHoldsNoCredentials(t *testing.T) {
 	member1 := k8sfake.NewClientset(pod("kube-system", "coredns-a", dns), pod("kube-system", "coredns-b", dns),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": ".:53 {\n    mcs {\n        cluster member1\n    }\n}\n"}})
 	member1.PrependProxyReactor("pods", leakingMetrics)
-	g := &gatherer{hub: hub, hubMCS: mcsfake.NewSimpleClientset(), namespace: "mcs-system", since: 0,
-		members: []string{"member1", "member2"},
+	p := profile("fleet", "member1")
+	p.Status.AccessProviders = []inventory.AccessProvider{{Name: "secretreader", Cluster: clientcmdv1.Cluster{Server: "https://member1.example:6443", CertificateAuthorityData: []byte(leakedCert)}}}
+	g := &gatherer{hub: hub, hubMCS: mcsfake.NewSimpleClientset(), profiles: inventoryfake.NewSimpleClientset(p), namespace: "mcs-system", since: 0,
+		sources: memberSources{members: []string{"member1", "member2"}, profileNamespace: "fleet"},
 		connect: func(cluster string) (kubernetes.Interface, mcsclient.Interface, error) {
 			if cluster == "member2" {
 				return nil, nil, errors.New(`no usable kubeconfig context "member2"`)
@@ -101,7 +106,7 @@ func TestGatherHoldsNoCredentials(t *testing.T) {
 	for _, want := range []string{
 		"hub/controller/deployments.yaml", "hub/controller/logs/mcs-controller-a.main.log", "hub/controller/logs/mcs-controller-b.main.log",
 		"hub/controller/metrics/mcs-controller-a.txt", "hub/controller/metrics/mcs-controller-b.txt", "hub/multiclusterservices.yaml",
-		"hub/member-secrets.yaml", "members/member1/serviceimports.yaml", "members/member1/imported-endpointslices.yaml",
+		"hub/member-secrets.yaml", "hub/clusterprofiles.yaml", "members/member1/serviceimports.yaml", "members/member1/imported-endpointslices.yaml",
 		"members/member1/coredns/configmap.yaml", "members/member1/coredns/logs/coredns-b.main.log", "members/member1/coredns/metrics/coredns-a.txt",
 		"manifest.json",
 	} {
@@ -111,6 +116,9 @@ func TestGatherHoldsNoCredentials(t *testing.T) {
 	}
 	if s := files["hub/member-secrets.yaml"]; !strings.Contains(s, "https://member1.example:6443") || !strings.Contains(s, "cluster: member1") {
 		t.Errorf("the member Secrets say nothing of where member1 is:\n%s", s)
+	}
+	if s := files["hub/clusterprofiles.yaml"]; !strings.Contains(s, "https://member1.example:6443") {
+		t.Errorf("the ClusterProfiles say nothing of where member1 is:\n%s", s)
 	}
 	if s := files["hub/controller/deployments.yaml"]; !strings.Contains(s, "--shards=2") {
 		t.Errorf("the controller's flags are not in its Deployment:\n%s", s)

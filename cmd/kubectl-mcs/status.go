@@ -31,7 +31,7 @@ import (
 
 type statusOptions struct {
 	hubOptions
-	members     []string
+	memberSources
 	credentials map[string]*CredentialReport // by member, from its Secret
 	output      string
 }
@@ -45,7 +45,8 @@ func newStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IO
 endpoints, its ServiceExport's conditions, its ServiceImport (strategy, VIPs, providers), derived-<svc>'s
 VIP, each imported EndpointSlice and whether it is current with its source (the source's generation),
 and the age of each provider's Lease there; and the hub's MultiClusterService with its conditions.
-Members are the hub's member Secrets (in --controller-namespace), or --members; each is reached with
+Members are the hub's member Secrets (in --controller-namespace) and, with --cluster-profile-namespace,
+its ClusterProfiles there, as the controller registers them; or --members. Each is reached with
 the kubeconfig context of its name, or the one --member-context CLUSTER=CONTEXT maps it to. -n is
 the service's namespace, as in every kubectl mcs command (default: the kubeconfig context's).
 
@@ -65,7 +66,7 @@ then every member and every MultiClusterService.`,
 	}
 	o.addFlags(cmd)
 	o.addMemberContexts(cmd)
-	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
+	o.addMemberFlags(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "json or yaml; a table without it")
 	return cmd
 }
@@ -169,24 +170,16 @@ func (o *statusOptions) hubReport(ctx context.Context, r *Report) error {
 	return o.findMembers(ctx, cfg)
 }
 
-// findMembers are the hub's member Secrets' clusters, unless --members.
+// findMembers are the members the hub registers, unless --members.
 func (o *statusOptions) findMembers(ctx context.Context, cfg *rest.Config) error {
 	if len(o.members) > 0 {
 		return nil
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	r, err := o.registeredAt(ctx, cfg, o.controllerNamespace)
 	if err != nil {
 		return err
 	}
-	secrets, err := kube.CoreV1().Secrets(o.controllerNamespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelCluster})
-	if err != nil {
-		return fmt.Errorf("the hub: member Secrets in %s: %w", o.controllerNamespace, err)
-	}
-	for _, s := range secrets.Items {
-		o.members = append(o.members, s.Labels[api.LabelCluster])
-	}
-	o.credentials = credentialsOf(secrets.Items)
-	slices.Sort(o.members)
+	o.members, o.credentials = r.names, credentialsOf(r.secrets)
 	return nil
 }
 

@@ -82,7 +82,7 @@ could not run or was interrupted.`,
 	}
 	o.addFlags(cmd)
 	o.addMemberContexts(cmd)
-	cmd.Flags().StringSliceVar(&o.members, "members", nil, "the member clusters (default: the hub's member Secrets)")
+	o.addMemberFlags(cmd)
 	cmd.Flags().StringSliceVar(&o.providers, "providers", nil, "the members that run a server (default: every member)")
 	cmd.Flags().StringSliceVar(&o.consumers, "consumers", nil, "the members that run a client and are checked (default: every member)")
 	cmd.Flags().StringVar(&o.serverImage, "server-image", defaultServerImage, "the servers' image: it runs socat (a mirror of alpine/socat)")

@@ -445,7 +445,7 @@ member2  dns A         mcs-verify.v.svc.clusterset.local.  FAIL    -
 }
 
 func TestVerifyFlags(t *testing.T) {
-	o := &verifyOptions{statusOptions: statusOptions{members: []string{"member2", "member1"}, hubOptions: hubOptions{controllerNamespace: "mcs-system"}}}
+	o := &verifyOptions{statusOptions: statusOptions{memberSources: memberSources{members: []string{"member2", "member1"}}, hubOptions: hubOptions{controllerNamespace: "mcs-system"}}}
 	if got, err := o.among("--providers", nil); err != nil || !slices.Equal(got, []string{"member1", "member2"}) {
 		t.Errorf("no --providers: %v, %v, want every member, sorted", got, err)
 	}
