@@ -226,7 +226,7 @@ func (o *diagnoseOptions) consumerChecks(ctx context.Context, w *world, cluster 
 	m := w.member(cluster)
 	switch {
 	case m == nil:
-		return []Check{fail(linkMember, cluster, "registered", "the MultiClusterService names it, but it is not among the members (the hub's Secrets, or --members)", "kubectl mcs join "+cluster+" "+o.contextHint(cluster))}
+		return []Check{fail(linkMember, cluster, "registered", "the MultiClusterService names it, but it is not among the members (the hub's Secrets, its ClusterProfiles with --cluster-profile-namespace, or --members)", "kubectl mcs join "+cluster+" "+o.contextHint(cluster))}
 	case m.err != nil:
 		return nil // its reachability check says so
 	}
