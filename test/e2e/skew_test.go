@@ -37,7 +37,8 @@ func olderBinaries(t *testing.T) (coredns, controller string) {
 	root := labtest.Get(t).Root()
 	out := filepath.Join(root, "_output", "skew", olderCommit)
 	coredns, controller = filepath.Join(out, "coredns-mcs"), filepath.Join(out, "mcs-controller")
-	if _, err := os.Stat(controller); err == nil {
+	_, errDNS := os.Stat(coredns)
+	if _, err := os.Stat(controller); err == nil && errDNS == nil {
 		return coredns, controller
 	}
 	if b, err := exec.Command("git", "-C", root, "cat-file", "-e", olderCommit+"^{commit}").CombinedOutput(); err != nil {
@@ -75,6 +76,8 @@ func TestVersionSkew(t *testing.T) {
 	olderDNS, olderController := olderBinaries(t)
 	l := labtest.Get(t)
 	ns := l.Namespace(t)
+	l.InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
+	l.NamedNamespace(t, ownNamespace(ns), labtest.Hub)
 	l.Workload(t, m1, ns, "foo", 1, false)
 	l.Apply(t, labtest.Hub, labtest.MultiClusterService(ns, "foo", api.LocalFirst, []v1alpha1.ClusterName{m1}, []v1alpha1.ClusterName{m2}))
 
@@ -87,8 +90,6 @@ func TestVersionSkew(t *testing.T) {
 		{"newer controller, older coredns-mcs", controllerBinary(t), olderDNS, 3},
 		{"older controller, newer coredns-mcs", olderController, binary(t), 1},
 	}
-	l.InstallCRDs(t) // a fresh lab's hub has no MultiClusterService CRD yet
-	l.NamedNamespace(t, ownNamespace(ns), labtest.Hub)
 	var ctl *controller
 	var dnsProc *coredns
 	var ctlBin, dnsBin string
