@@ -16,14 +16,20 @@ all: build
 
 # Static, without cgo, as the images are (and CoreDNS's own releases): the
 # two builds then share the compile cache.
+# Each reports $(VERSION) (-version; kubectl mcs --version): the link step
+# alone differs, so the compile cache is still shared.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/coredns-mcs ./cmd/coredns-mcs
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mcs-controller ./cmd/mcs-controller
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-mcs ./cmd/kubectl-mcs
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/coredns-mcs ./cmd/coredns-mcs
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/mcs-controller ./cmd/mcs-controller
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/kubectl-mcs ./cmd/kubectl-mcs
 
 # OCI image archives of both programs, _output/images/<name>.oci.tar, built
 # without Docker on a base of their own (test/images, README "Images"). The
 # same commit gives the same digests: every time in them is the commit's.
+# VERSION is the release's tag on a tagged commit (the VERSION file's, which
+# the charts and the overlays' image tags follow; docs/operations.md,
+# Releases), else git describe's v0.1.0-3-gabc1234 after it, or the commit
+# before the first tag.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_REPO ?= registry.example.com/coredns-mcs
 # Beside them, the kubectl plugin for the platforms operators run kubectl

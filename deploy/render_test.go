@@ -75,8 +75,8 @@ func TestOverlaysUseTheProjectImages(t *testing.T) {
 			}
 			continue
 		}
-		if len(images) != 1 || images[0] != placeholder+name+":latest" {
-			t.Errorf("%s runs %v, want only %s%s:latest", o.dir, images, placeholder, name)
+		if want := placeholder + name + ":" + releaseVersion(t); len(images) != 1 || images[0] != want {
+			t.Errorf("%s runs %v, want only %s", o.dir, images, want)
 		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// version is set at link time (-ldflags -X main.version=…).
+// version is set at link time (-ldflags -X main.version=…), make build and
+// make images to $(VERSION) (Makefile).
 var version = "dev"
 
 func main() {

@@ -49,7 +49,8 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 )
 
-// version is set at link time (-ldflags -X main.version=…).
+// version is set at link time (-ldflags -X main.version=…), make build and
+// make images to $(VERSION) (Makefile).
 var version = "dev"
 
 type flags struct {

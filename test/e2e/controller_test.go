@@ -84,8 +84,21 @@ func runController(t *testing.T, ns string, args ...string) *controller {
 // does not wait.
 func launchController(t *testing.T, ns string, args ...string) *controller {
 	t.Helper()
+	return launchControllerBinary(t, controllerBinary(t), ns, args...)
+}
+
+// controllerBinary is bin/mcs-controller, which must be built from the
+// current sources.
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	return built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "controller/shards", "api", "cmd/mcs-controller")
+}
+
+// launchControllerBinary is launchController with the mcs-controller
+// binary bin, of this or another version (skew_test.go).
+func launchControllerBinary(t *testing.T, bin, ns string, args ...string) *controller {
+	t.Helper()
 	l := labtest.Get(t)
-	bin := built(t, "mcs-controller", "controller", "controller/desired", "controller/members", "controller/leases", "controller/shards", "api", "cmd/mcs-controller")
 	p, addr := labtest.StartController(t, bin, append([]string{
 		"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", l.MembersKubeconfig(t),
 		"--namespace", ownNamespace(ns), "--watch-namespaces", ns, "--probe-interval", "1s", "--create-namespaces",

@@ -41,6 +41,9 @@ type config struct {
 	// kubeconfig given by its $MCS_* variables; blocks then describes its
 	// one server block, and kubeconfig is unused.
 	file string
+	// binary runs in place of bin/coredns-mcs: another version's
+	// (skew_test.go).
+	binary string
 }
 
 // The blocks of the process most tests run.
@@ -90,7 +93,10 @@ const startTimeout = 45 * time.Second
 // fails the test.
 func startCoreDNS(t *testing.T, cfg config) *coredns {
 	t.Helper()
-	bin := binary(t)
+	bin := cfg.binary
+	if bin == "" {
+		bin = binary(t)
+	}
 	c := &coredns{}
 	proc, _, err := process.StartCoreDNSOnFreePorts(t.Context(), len(cfg.blocks)+2, startTimeout, func(ports []int) (process.Config, string, error) {
 		c = &coredns{
