@@ -39,10 +39,10 @@ func TestAnswerBound(t *testing.T) {
 		{"GET", "/api/v1/namespaces/a/services/foo", nil, maxObjectBytes, nil, nil},
 		{"PUT", "/api/v1/namespaces/a/services/foo", nil, maxObjectBytes, nil, nil},
 		{"POST", "/api/v1/namespaces/a/services", nil, maxObjectBytes, nil, nil},
-		{"GET", "/api/v1/namespaces", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/api/v1/services", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports", nil, maxListBytes, nil, &listItems{}},
+		{"GET", "/api/v1/namespaces", nil, 0, nil, &listItems{}},
+		{"GET", "/api/v1/services", nil, 0, nil, &listItems{}},
+		{"GET", "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices", nil, 0, nil, &listItems{}},
+		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports", nil, 0, nil, &listItems{}},
 		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports?watch=true", nil, maxObjectBytes, &jsonFrames{}, nil},
 		{"GET", "/api/v1/services?watch=true", protobufStream, maxObjectBytes, &lengthFrames{}, nil},
 		{"GET", "/api/v1/services?watch=true&sendInitialEvents=true", protobufStream, maxObjectBytes, &lengthFrames{}, &initialEvents{}},
@@ -118,20 +118,31 @@ func TestHostileWatchEvent(t *testing.T) {
 }
 
 // A member's list (which the informers ask for when the API server does
-// not stream it as a watch) is refused at 16 MiB read, or once it holds
-// more objects than the member may have held: 10^6 empty ones take 3 MB,
-// and would decode to a GiB of Services.
+// not stream it as a watch) is refused once it holds more objects than
+// the member may have held (10^6 empty ones take 3 MB, and would decode to
+// a GiB of Services), once its bytes, with what the member holds, pass
+// --member-max-mib (here 4 MiB) as they arrive, or when one of its objects
+// is larger than an API server stores: each object is bounded as a watch
+// event is, and the whole as the initial events of a watch-list are.
 func TestHostileList(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	for _, c := range []struct {
 		name string
+		n    int
 		item func(i int) string
 		want string
 	}{
-		{"10^6 objects", func(int) string { return `{}` }, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
-		{"40 MiB", func(i int) string {
+		{"10^6 objects", 1_000_000, func(int) string { return `{}` }, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
+		{"40 MiB", 1_000_000, func(i int) string {
 			return fmt.Sprintf(`{"metadata":{"name":"service-%07d","namespace":"a","annotations":{"pad":"%s"}}}`, i, strings.Repeat("x", 400))
-		}, "member1 answered GET /api/v1/services with an answer larger than 16Mi (decoded): refused"},
+		}, "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused"},
+		{"an object of 3 MiB", 10, func(i int) string {
+			pad := ""
+			if i == 0 {
+				pad = strings.Repeat("x", 3<<20)
+			}
+			return fmt.Sprintf(`{"metadata":{"name":"service-%07d","namespace":"a","annotations":{"pad":"%s"}}}`, i, pad)
+		}, "member1 answered GET /api/v1/services with a list of an object larger than 2Mi (decoded): refused, as no API server stores one"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
@@ -141,7 +152,7 @@ func TestHostileList(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				b := bufio.NewWriterSize(w, 64<<10)
 				_, _ = fmt.Fprint(b, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[`)
-				for i := range 1_000_000 {
+				for i := range c.n {
 					if i > 0 {
 						_, _ = b.WriteString(",")
 					}
