@@ -194,7 +194,7 @@ type boundedBody struct {
 	io.ReadCloser
 	*answers
 	what    string
-	limit   int64 // 0: a list's, by its items
+	limit   int64          // 0: a list's, by its items
 	frames  framer         // nil: the answer is one frame
 	initial *initialEvents // nil: not a watch-list
 	items   *listItems     // nil: not a list
