@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,8 @@ import (
 )
 
 // The items of a list are counted as client-go will decode them, in
-// protobuf and in JSON; the objects nested in an item are not items.
+// protobuf and in JSON, each of its size; the objects nested in an item
+// are not items.
 func TestListItems(t *testing.T) {
 	svc := func(name string) corev1.Service {
 		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "a"},
@@ -31,20 +33,37 @@ func TestListItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pbSizes, jsSizes []int
+	for _, item := range list.Items {
+		js, _ := json.Marshal(item)
+		pbSizes, jsSizes = append(pbSizes, item.Size()), append(jsSizes, len(js))
+	}
 	for _, c := range []struct {
-		name string
-		l    listItems
-		data []byte
-		want int
+		name  string
+		l     listItems
+		data  []byte
+		want  int
+		sizes []int
 	}{
-		{"protobuf", listItems{protobuf: true}, pb.Bytes(), 3},
-		{"JSON", listItems{}, js, 3},
-		{"protobuf, cut", listItems{protobuf: true}, pb.Bytes()[:pb.Len()/2], 0},
-		{"not protobuf", listItems{protobuf: true}, js, 0},
-		{"JSON, empty", listItems{}, []byte(`{"kind":"ServiceList","items":[]}`), 0},
+		{"protobuf", listItems{protobuf: true}, pb.Bytes(), 3, pbSizes},
+		{"JSON", listItems{}, js, 3, jsSizes},
+		{"protobuf, cut", listItems{protobuf: true}, pb.Bytes()[:pb.Len()/2], 0, nil},
+		{"not protobuf", listItems{protobuf: true}, js, 0, nil},
+		{"JSON, empty", listItems{}, []byte(`{"kind":"ServiceList","items":[]}`), 0, nil},
 	} {
 		if got := c.l.count(c.data); got != c.want {
 			t.Errorf("%s: %d items, want %d", c.name, got, c.want)
+		}
+		var sizes []int
+		c.l.each(c.data, func(size, elements int) bool {
+			if elements < 3 { // its metadata, its spec and the spec's ports at least
+				t.Errorf("%s: an item of %d values", c.name, elements)
+			}
+			sizes = append(sizes, size)
+			return true
+		})
+		if !slices.Equal(sizes, c.sizes) {
+			t.Errorf("%s: items of %v bytes, want %v", c.name, sizes, c.sizes)
 		}
 	}
 }

@@ -41,7 +41,8 @@ import (
 //     at most --member-max-objects items and maxListElements values; and
 //     its bytes count against the member's --member-max-mib as they
 //     arrive, with what its informers hold and the initial events and
-//     lists under way, as the initial events of a watch-list do. A list
+//     lists under way, as the initial events of a watch-list do; a paged
+//     list's pages together, until its last. A list
 //     is not bounded at a size of its own: the informers' first list asks
 //     for resourceVersion 0, which an API server answers from its watch
 //     cache whole, whatever limit it was asked for (its cacher's
@@ -85,6 +86,50 @@ type answers struct {
 	// (watch-list), and of its lists, under way: client-go holds them
 	// until the last, before its informers count any.
 	arriving atomic.Int64
+	// pages are the lists whose next page is to come, by the token that
+	// asks for it: client-go's pager holds every page's objects until the
+	// last, so their bytes stay in arriving until then.
+	mu    sync.Mutex
+	pages map[string]pages
+}
+
+// pages are the pages of a list read so far: what the list asked for,
+// and their bytes.
+type pages struct {
+	what  string
+	bytes int64
+}
+
+// takePages takes the pages of the list that token continues out of
+// those to come, still counted; a list that continues none (its first
+// page) releases those of the lists of what it asks for before it, which
+// their pager gave up.
+func (a *answers) takePages(what, token string) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if token != "" {
+		p := a.pages[token]
+		delete(a.pages, token)
+		return p.bytes
+	}
+	for t, p := range a.pages {
+		if p.what == what {
+			a.arriving.Add(-p.bytes)
+			delete(a.pages, t)
+		}
+	}
+	return 0
+}
+
+// morePages keeps bytes of a list, counted, until its page that token
+// asks for is read.
+func (a *answers) morePages(what, token string, bytes int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pages == nil {
+		a.pages = map[string]pages{}
+	}
+	a.pages[token] = pages{what, bytes}
 }
 
 // wrap is the rest.Config WrapTransport that bounds every answer.
@@ -94,7 +139,7 @@ func (a *answers) wrap(next http.RoundTripper) http.RoundTripper {
 		if err != nil {
 			return resp, err
 		}
-		b := &boundedBody{ReadCloser: resp.Body, answers: a, what: req.Method + " " + req.URL.Path}
+		b := &boundedBody{ReadCloser: resp.Body, answers: a, what: req.Method + " " + req.URL.Path, continues: req.URL.Query().Get("continue")}
 		b.limit, b.frames, b.initial, b.items = answerBound(req, resp)
 		resp.Body = b
 		return resp, nil
@@ -201,7 +246,9 @@ type boundedBody struct {
 	n       int64          // bytes of the answer, when it is one frame
 	list    *bytes.Reader
 	listed  int64 // bytes of the list counted in arriving
-	err     error
+	// continues is the token of the list whose page this is ("": its first).
+	continues string
+	err       error
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -274,6 +321,7 @@ func (b *boundedBody) Close() error {
 // as many objects at once.
 func (b *boundedBody) readList(p []byte) (int, error) {
 	if b.list == nil {
+		b.listed = b.takePages(b.what, b.continues)
 		data, err := b.readWhole()
 		if err == nil {
 			err = b.checkItems(data)
@@ -281,6 +329,10 @@ func (b *boundedBody) readList(p []byte) (int, error) {
 		if err != nil {
 			b.err = err
 			return 0, err
+		}
+		if next := b.items.next(data); next != "" {
+			b.morePages(b.what, next, b.listed)
+			b.listed = 0
 		}
 		b.list = bytes.NewReader(data)
 	}
@@ -605,6 +657,33 @@ func (l *listItems) elements(data []byte) int {
 		s.step(c)
 	}
 	return s.elements
+}
+
+// next is the token that asks for the list's next page, "" when it has
+// none. What cannot be read has none: the decoder refuses it.
+func (l *listItems) next(data []byte) string {
+	var meta metav1.ListMeta
+	if !l.protobuf {
+		var list struct {
+			Metadata *metav1.ListMeta `json:"metadata"`
+		}
+		list.Metadata = &meta
+		_ = json.Unmarshal(data, &list)
+		return meta.Continue
+	}
+	if !bytes.HasPrefix(data, protobufMagic) {
+		return ""
+	}
+	fields(data[len(protobufMagic):], func(num protowire.Number, raw []byte) {
+		if num == 2 {
+			fields(raw, func(num protowire.Number, v []byte) {
+				if num == 1 {
+					_ = meta.Unmarshal(v)
+				}
+			})
+		}
+	})
+	return meta.Continue
 }
 
 func (l *listItems) count(data []byte) int {

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -171,6 +172,68 @@ func TestHostileList(t *testing.T) {
 			healthyNow(t, r, "member2")
 			checkPeak(t, peak(), 80<<20)
 		})
+	}
+}
+
+// A member whose API server pages its lists (as one without a watch
+// cache does) is bounded by all the pages of a list together, as
+// client-go's pager holds them all until the last: two pages of 3 MiB,
+// each within --member-max-mib (here 4 MiB), are refused at the second.
+func TestHostileListPages(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
+		if hostilemember.ResourceOf(r) != "services" || isWatch(r) {
+			return false
+		}
+		next := map[string]string{"": "page-2", "page-2": ""}[r.URL.Query().Get("continue")]
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[`, next)
+		for i := range 3 {
+			if i > 0 {
+				_, _ = w.Write([]byte(","))
+			}
+			_, _ = fmt.Fprintf(w, `{"metadata":{"name":"service-%s-%d","namespace":"a","annotations":{"pad":"%s"}}}`, next, i, strings.Repeat("x", 1<<20))
+		}
+		_, _ = fmt.Fprint(w, `]}`)
+		return true
+	})
+	good := newHostileMember(t, "member2", nil)
+	r := runHostile(t, hostile, good)
+	refusedWith(t, r, "member1", "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused")
+	healthyNow(t, r, "member2")
+}
+
+// The pages of a list stay counted as arriving until its last is read; a
+// list begun afresh releases the pages of one its pager gave up.
+func TestListPagesArriving(t *testing.T) {
+	a := &answers{name: "member1"}
+	page := func(continues, next string) {
+		t.Helper()
+		rt := a.wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+			body := fmt.Sprintf(`{"kind":"ServiceList","apiVersion":"v1","metadata":{"continue":%q},"items":[{"metadata":{"name":"a"}}]}`, next)
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
+		}))
+		u, _ := url.Parse("https://member1/api/v1/services?limit=500&continue=" + continues)
+		resp, err := rt.RoundTrip(&http.Request{Method: http.MethodGet, URL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	page("", "2")
+	first := a.arriving.Load()
+	if page("2", "3"); first == 0 || a.arriving.Load() <= first {
+		t.Errorf("two pages of a list read, %d bytes arriving after the first and %d after the second; want them all counted", first, a.arriving.Load())
+	}
+	if page("", "2"); a.arriving.Load() != first {
+		t.Errorf("a list begun afresh: %d bytes arriving, want its first page's alone, %d", a.arriving.Load(), first)
+	}
+	page("2", "")
+	if n := a.arriving.Load(); n != 0 {
+		t.Errorf("the last page read: %d bytes arriving, want none", n)
 	}
 }
 
