@@ -42,12 +42,12 @@ import (
 //     its bytes count against the member's --member-max-mib as they
 //     arrive, with what its informers hold and the initial events and
 //     lists under way, as the initial events of a watch-list do; a paged
-//     list's pages together, until its last. A list
-//     is not bounded at a size of its own: the informers' first list asks
-//     for resourceVersion 0, which an API server answers from its watch
-//     cache whole, whatever limit it was asked for (its cacher's
-//     computeListLimit, to this day), so a namespace's objects, each
-//     within what etcd stores, arrive in one answer.
+//     list's pages together, until its last. A list is not bounded at a
+//     size of its own: the informers' first list asks for resourceVersion
+//     0, which an API server answers from its watch cache whole, whatever
+//     limit it was asked for (its cacher's computeListLimit, to this
+//     day), so a namespace's objects, each within what etcd stores,
+//     arrive in one answer.
 //   - Anything else (/readyz, the probe) maxProbeBytes.
 //
 // An answer past its bound fails the request, and the member is refused
@@ -74,7 +74,7 @@ const maxListElements = 1 << 20
 // /readyz says "ok", or a line per check (about 2 KiB verbose).
 const maxProbeBytes = 8 << 10
 
-// listChunk is how much of a list is read, and counted, at a time.
+// listChunk is the least of a list read, and counted, at a time.
 const listChunk = 64 << 10
 
 // answers bounds the answers of one member's API server, and tells the
@@ -350,7 +350,7 @@ func (b *boundedBody) readWhole() ([]byte, error) {
 	var data []byte
 	for {
 		data = slices.Grow(data, listChunk)
-		n, err := b.ReadCloser.Read(data[len(data):cap(data)][:listChunk])
+		n, err := b.ReadCloser.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		b.listed += int64(n)
 		b.arriving.Add(int64(n))
