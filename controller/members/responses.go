@@ -42,7 +42,7 @@ import (
 //     its bytes count against the member's --member-max-mib as they
 //     arrive, with what its informers hold and the initial events and
 //     lists under way, as the initial events of a watch-list do; a paged
-//     list's pages together, until its last. A list is not bounded at a
+//     list's pages together, bytes, items and values, until its last. A list is not bounded at a
 //     size of its own: the informers' first list asks for resourceVersion
 //     0, which an API server answers from its watch cache whole, whatever
 //     limit it was asked for (its cacher's computeListLimit, to this
@@ -94,23 +94,24 @@ type answers struct {
 }
 
 // pages are the pages of a list read so far: what the list asked for,
-// and their bytes.
+// their bytes, items and values.
 type pages struct {
-	what  string
-	bytes int64
+	what            string
+	bytes           int64
+	items, elements int
 }
 
 // takePages takes the pages of the list that token continues out of
 // those to come, still counted; a list that continues none (its first
 // page) releases those of the lists of what it asks for before it, which
 // their pager gave up.
-func (a *answers) takePages(what, token string) int64 {
+func (a *answers) takePages(what, token string) pages {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if token != "" {
 		p := a.pages[token]
 		delete(a.pages, token)
-		return p.bytes
+		return pages{what: what, bytes: p.bytes, items: p.items, elements: p.elements}
 	}
 	for t, p := range a.pages {
 		if p.what == what {
@@ -118,18 +119,18 @@ func (a *answers) takePages(what, token string) int64 {
 			delete(a.pages, t)
 		}
 	}
-	return 0
+	return pages{what: what}
 }
 
-// morePages keeps bytes of a list, counted, until its page that token
-// asks for is read.
-func (a *answers) morePages(what, token string, bytes int64) {
+// morePages keeps the pages of a list, their bytes counted, until its
+// page that token asks for is read.
+func (a *answers) morePages(token string, p pages) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pages == nil {
 		a.pages = map[string]pages{}
 	}
-	a.pages[token] = pages{what, bytes}
+	a.pages[token] = p
 }
 
 // wrap is the rest.Config WrapTransport that bounds every answer.
@@ -245,7 +246,7 @@ type boundedBody struct {
 	items   *listItems     // nil: not a list
 	n       int64          // bytes of the answer, when it is one frame
 	list    *bytes.Reader
-	listed  int64 // bytes of the list counted in arriving
+	listed  pages // of the list so far, its bytes counted in arriving
 	// continues is the token of the list whose page this is ("": its first).
 	continues string
 	err       error
@@ -305,8 +306,8 @@ func (b *boundedBody) release() {
 	if b.initial != nil {
 		b.initial.release(b.answers)
 	}
-	b.arriving.Add(-b.listed)
-	b.listed = 0
+	b.arriving.Add(-b.listed.bytes)
+	b.listed.bytes = 0
 }
 
 // Close releases the initial events, and closes the answer. A watch is
@@ -331,8 +332,8 @@ func (b *boundedBody) readList(p []byte) (int, error) {
 			return 0, err
 		}
 		if next := b.items.next(data); next != "" {
-			b.morePages(b.what, next, b.listed)
-			b.listed = 0
+			b.morePages(next, b.listed)
+			b.listed.bytes = 0
 		}
 		b.list = bytes.NewReader(data)
 	}
@@ -352,7 +353,7 @@ func (b *boundedBody) readWhole() ([]byte, error) {
 		data = slices.Grow(data, listChunk)
 		n, err := b.ReadCloser.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
-		b.listed += int64(n)
+		b.listed.bytes += int64(n)
 		b.arriving.Add(int64(n))
 		if max, over := b.overBytes(); over {
 			return nil, b.answers.refuse(fmt.Errorf("%s answered %s with a list that, with what it holds, takes more than %s (decoded; --member-max-mib): refused", b.name, b.what, resource.NewQuantity(max, resource.BinarySI)))
@@ -367,12 +368,14 @@ func (b *boundedBody) readWhole() ([]byte, error) {
 }
 
 // checkItems counts a list's items, and the values of each and of all,
-// before client-go decodes them.
+// with those of its pages before, before client-go decodes them.
 func (b *boundedBody) checkItems(data []byte) error {
-	if max := b.maxItems(); max > 0 && b.items.count(data) > max {
+	b.listed.items += b.items.count(data)
+	b.listed.elements += b.items.elements(data)
+	if max := b.maxItems(); max > 0 && b.listed.items > max {
 		return b.answers.refuse(b.tooMany(max))
 	}
-	if b.items.elements(data) > maxListElements {
+	if b.listed.elements > maxListElements {
 		return b.answers.refuse(b.refusal(tooManyElements(maxListElements)))
 	}
 	var over string

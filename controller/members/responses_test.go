@@ -177,30 +177,43 @@ func TestHostileList(t *testing.T) {
 
 // A member whose API server pages its lists (as one without a watch
 // cache does) is bounded by all the pages of a list together, as
-// client-go's pager holds them all until the last: two pages of 3 MiB,
-// each within --member-max-mib (here 4 MiB), are refused at the second.
+// client-go's pager holds them all until the last: two pages, each within
+// --member-max-mib (here 4 MiB) and --member-max-objects (1,000), are
+// refused at the second, by their bytes (3 MiB each) or their objects
+// (600 each).
 func TestHostileListPages(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
-		if hostilemember.ResourceOf(r) != "services" || isWatch(r) {
-			return false
-		}
-		next := map[string]string{"": "page-2", "page-2": ""}[r.URL.Query().Get("continue")]
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[`, next)
-		for i := range 3 {
-			if i > 0 {
-				_, _ = w.Write([]byte(","))
-			}
-			_, _ = fmt.Fprintf(w, `{"metadata":{"name":"service-%s-%d","namespace":"a","annotations":{"pad":"%s"}}}`, next, i, strings.Repeat("x", 1<<20))
-		}
-		_, _ = fmt.Fprint(w, `]}`)
-		return true
-	})
-	good := newHostileMember(t, "member2", nil)
-	r := runHostile(t, hostile, good)
-	refusedWith(t, r, "member1", "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused")
-	healthyNow(t, r, "member2")
+	for _, c := range []struct {
+		name         string
+		perPage, pad int
+		want         string
+	}{
+		{"bytes", 3, 1 << 20, "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused"},
+		{"objects", 600, 0, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
+				if hostilemember.ResourceOf(r) != "services" || isWatch(r) {
+					return false
+				}
+				next := map[string]string{"": "page-2", "page-2": ""}[r.URL.Query().Get("continue")]
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprintf(w, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[`, next)
+				for i := range c.perPage {
+					if i > 0 {
+						_, _ = w.Write([]byte(","))
+					}
+					_, _ = fmt.Fprintf(w, `{"metadata":{"name":"service-%s-%d","namespace":"a","annotations":{"pad":"%s"}}}`, next, i, strings.Repeat("x", c.pad))
+				}
+				_, _ = fmt.Fprint(w, `]}`)
+				return true
+			})
+			good := newHostileMember(t, "member2", nil)
+			r := runHostile(t, hostile, good)
+			refusedWith(t, r, "member1", c.want)
+			healthyNow(t, r, "member2")
+		})
+	}
 }
 
 // The pages of a list stay counted as arriving until its last is read; a
