@@ -306,6 +306,87 @@ func TestHostileBulkyExports(t *testing.T) {
 	}
 }
 
+// A member whose API server does not stream lists (its WatchList feature
+// off: the informers list instead, and the API server answers the first
+// list whole from its watch cache, whatever page it was asked for) holds
+// a tenant's 30 ServiceExports of about 1.4 MB each, 42 MB in one list:
+// each within what an API server stores, and all within --member-max-mib
+// (its default, 192 MiB), as they would be streamed. The member stays
+// registered and synced, its one valid export imports, what the
+// controller holds of it grows by at most what the bulky exports cost
+// trimmed, and the heap at its peak, while it lists, by at most
+// hostileListPeak.
+func TestHostileBulkyExportsListed(t *testing.T) {
+	const (
+		bulky = 30
+		// hostileListBytes is about what the list of the exports takes.
+		hostileListBytes = bulky * 1400 << 10
+		// hostileListPeak bounds the heap at its peak while the member
+		// lists: the list as the controller reads it whole to count its
+		// objects (controller/members/responses.go), as client-go reads it
+		// again, and decoded, with the garbage of the copies' growth not yet
+		// collected: 5 times the list, and the rest of the member
+		// (hostileMemberPeak). 146-152 MiB measured alone (105 MiB without
+		// the controller's reading), 214 MiB after the package's other
+		// tests, the collector further behind.
+		hostileMemberPeak = 32 << 20
+		hostileListPeak   = hostileListBytes*5 + hostileMemberPeak
+		// hostileListHeld is what the controller holds of the member
+		// once it listed: the exports trimmed, and the member's clients
+		// and informers (hostileMemberHeld in TestHostileBulkyExports).
+		hostileListHeld = (bulky+1)*(desired.MaxExportedMetadata+4<<10) + 2<<20
+	)
+	h := hostilemember.New(t, m1, nil)
+	h.RefuseWatchList()
+	h.Serve("namespaces", ns1(), &corev1.Namespace{ObjectMeta: metaName("tenant")})
+	for i := range bulky {
+		h.Serve("serviceexports", bulkyExport(t, "tenant", fmt.Sprintf("bulky-%d", i), t0))
+	}
+	h.Serve("services", service("foo", false, t0))
+	h.Serve("endpointslices", slice("foo", "foo-1", 1, "10.1.0.1"))
+	h.Serve("serviceexports", export("foo", t0))
+
+	f := newFixture(t, world{hub: {ns1()}, m2: {ns1()}, m3: {ns1()}},
+		hostileProvider(h), withOptions(Options{DefaultExports: HubNamespaces}), withMaxBytes(192<<20))
+	// Its informers ask for watch-lists, as client-go's do by default, and
+	// fall back to lists when the API server refuses them.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, true)
+	before := hostilemember.LiveHeap()
+	peak := hostilemember.PeakHeap()
+	if _, err := f.hubKube.CoreV1().Secrets(controllerNamespace).Create(t.Context(), hostileSecret(h), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var m *members.Member
+	awaitHostile(t, "the member of bulky exports, listed, never synced", func() bool {
+		i := slices.IndexFunc(f.reg.List(), func(m *members.Member) bool { return m.Name == m1 })
+		if i < 0 {
+			return false
+		}
+		m = f.reg.List()[i]
+		return m.Settled() // synced, or cut off
+	})
+	used := peak()
+	held := int64(hostilemember.LiveHeap()) - int64(before)
+	t.Logf("held for the member: %.2f MiB (bound %.2f MiB); heap at its peak while it listed: %.1f MiB (bound %.1f MiB)", float64(held)/(1<<20), float64(hostileListHeld)/(1<<20), float64(used)/(1<<20), float64(hostileListPeak)/(1<<20))
+	if !m.Healthy() {
+		t.Fatalf("the member is cut off: %v", m.Err())
+	}
+	if h.Lists("serviceexports") == 0 {
+		t.Fatal("the member's exports were never listed: the test would not prove a list")
+	}
+	if held > hostileListHeld || used > hostileListPeak {
+		t.Errorf("the controller holds %.1f MiB for the member and its heap peaked %.1f MiB higher, want at most %.1f and %.1f MiB", float64(held)/(1<<20), float64(used)/(1<<20), float64(hostileListHeld)/(1<<20), float64(hostileListPeak)/(1<<20))
+	}
+	f.sync("demo/foo")
+	f.importOf(m2, "foo") // fails the test when absent
+	if c := exportStatus(h, ns, "foo"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("foo, the member's valid export: Valid %+v, want True", c)
+	}
+	if !m.Healthy() {
+		t.Errorf("the member is cut off after the sync: %v", m.Err())
+	}
+}
+
 // A member's API server that sends events of ServiceExports and
 // ServiceImports faster than --member-change-rate has their services
 // queued no faster than its budget allows, as source slices are: a

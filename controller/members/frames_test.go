@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,8 @@ import (
 )
 
 // The items of a list are counted as client-go will decode them, in
-// protobuf and in JSON; the objects nested in an item are not items.
+// protobuf and in JSON, each of its size; the objects nested in an item
+// are not items.
 func TestListItems(t *testing.T) {
 	svc := func(name string) corev1.Service {
 		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "a"},
@@ -31,20 +33,37 @@ func TestListItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pbSizes, jsSizes []int
+	for _, item := range list.Items {
+		js, _ := json.Marshal(item)
+		pbSizes, jsSizes = append(pbSizes, item.Size()), append(jsSizes, len(js))
+	}
 	for _, c := range []struct {
-		name string
-		l    listItems
-		data []byte
-		want int
+		name  string
+		l     listItems
+		data  []byte
+		want  int
+		sizes []int
 	}{
-		{"protobuf", listItems{protobuf: true}, pb.Bytes(), 3},
-		{"JSON", listItems{}, js, 3},
-		{"protobuf, cut", listItems{protobuf: true}, pb.Bytes()[:pb.Len()/2], 0},
-		{"not protobuf", listItems{protobuf: true}, js, 0},
-		{"JSON, empty", listItems{}, []byte(`{"kind":"ServiceList","items":[]}`), 0},
+		{"protobuf", listItems{protobuf: true}, pb.Bytes(), 3, pbSizes},
+		{"JSON", listItems{}, js, 3, jsSizes},
+		{"protobuf, cut", listItems{protobuf: true}, pb.Bytes()[:pb.Len()/2], 0, nil},
+		{"not protobuf", listItems{protobuf: true}, js, 0, nil},
+		{"JSON, empty", listItems{}, []byte(`{"kind":"ServiceList","items":[]}`), 0, nil},
 	} {
 		if got := c.l.count(c.data); got != c.want {
 			t.Errorf("%s: %d items, want %d", c.name, got, c.want)
+		}
+		var sizes []int
+		c.l.each(c.data, func(size, elements int) bool {
+			if elements < 3 { // its metadata, its spec and the spec's ports at least
+				t.Errorf("%s: an item of %d values", c.name, elements)
+			}
+			sizes = append(sizes, size)
+			return true
+		})
+		if !slices.Equal(sizes, c.sizes) {
+			t.Errorf("%s: items of %v bytes, want %v", c.name, sizes, c.sizes)
 		}
 	}
 }
@@ -104,8 +123,8 @@ func TestEndsInitialEvents(t *testing.T) {
 }
 
 // A JSON watch stream's frames end where json.Decoder's values end, however
-// the stream is cut into reads; the items of a list are its objects; no
-// input panics.
+// the stream is cut into reads; the items of a list are its objects, each
+// of its size; no input panics.
 func FuzzJSONFrames(f *testing.F) {
 	f.Add([]byte(`{"type":"ADDED","object":{"metadata":{"name":"a}\"{"},"items":[{},[{}]]}}`), uint8(3))
 	f.Add([]byte(`[1,"]",{"a":[]}]`), uint8(0))
@@ -118,7 +137,7 @@ func FuzzJSONFrames(f *testing.F) {
 		for i := 0; i < len(stream); i += int(cut) + 1 {
 			fr.next(stream[i:min(i+int(cut)+1, len(stream))], 1<<20, func(_ int64, small []byte) { frames = append(frames, bytes.Clone(small)) })
 		}
-		jsonItems(stream) // never panics
+		(&listItems{}).count(stream) // never panics
 		if !json.Valid(value) || len(value) == 0 || value[0] != '{' && value[0] != '[' {
 			return
 		}
@@ -139,8 +158,10 @@ func FuzzJSONFrames(f *testing.F) {
 			t.Fatalf("%d frames ended, want 3", len(frames))
 		}
 		if value[0] == '{' {
-			if n := jsonItems([]byte(`{"items":[` + string(value) + `,` + string(value) + `]}`)); n != 2 {
-				t.Fatalf("%d items in a list of 2", n)
+			var sizes []int
+			jsonItems([]byte(`{"items":[`+string(value)+`,`+string(value)+`]}`), func(size, _ int) bool { sizes = append(sizes, size); return true })
+			if want := len(bytes.TrimSpace(value)); len(sizes) != 2 || sizes[0] != want || sizes[1] != want {
+				t.Fatalf("items of sizes %v in a list of 2 of %d bytes", sizes, want)
 			}
 		}
 	})

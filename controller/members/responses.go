@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,8 +36,18 @@ import (
 //     last, count against the member's --member-max-objects and, with
 //     what its informers hold, --member-max-mib as they arrive.
 //   - A GET or write of one object, and discovery, maxObjectBytes.
-//   - A list, which client-go reads whole before decoding it,
-//     maxListBytes, maxListElements and --member-max-objects items.
+//   - A list, which client-go reads whole before decoding it: each of
+//     its items at most maxObjectBytes and maxElements, as a watch event;
+//     at most --member-max-objects items and maxListElements values; and
+//     its bytes count against the member's --member-max-mib as they
+//     arrive, with what its informers hold and the initial events and
+//     lists under way, as the initial events of a watch-list do; a paged
+//     list's pages together, bytes, items and values, until its last. A list is not bounded at a
+//     size of its own: the informers' first list asks for resourceVersion
+//     0, which an API server answers from its watch cache whole, whatever
+//     limit it was asked for (its cacher's computeListLimit, to this
+//     day), so a namespace's objects, each within what etcd stores,
+//     arrive in one answer.
 //   - Anything else (/readyz, the probe) maxProbeBytes.
 //
 // An answer past its bound fails the request, and the member is refused
@@ -63,12 +74,8 @@ const maxListElements = 1 << 20
 // /readyz says "ok", or a line per check (about 2 KiB verbose).
 const maxProbeBytes = 8 << 10
 
-// maxListBytes bounds a list. The informers list in pages of 500
-// (client-go's pager) when the API server does not stream the list as a
-// watch; one that serves the page from its watch cache ignores the
-// limit, so a namespace of 10,000 Services of about 1.5 KiB still fits.
-// Read and decoded, a list takes about four times that at its peak.
-const maxListBytes = 16 << 20
+// listChunk is the least of a list read, and counted, at a time.
+const listChunk = 64 << 10
 
 // answers bounds the answers of one member's API server, and tells the
 // member of each it refused.
@@ -76,9 +83,54 @@ type answers struct {
 	name   string
 	member atomic.Pointer[Member] // once made
 	// arriving is the bytes of the initial events of its watches
-	// (watch-list) under way: client-go holds them until the last, before
-	// its informers count any.
+	// (watch-list), and of its lists, under way: client-go holds them
+	// until the last, before its informers count any.
 	arriving atomic.Int64
+	// pages are the lists whose next page is to come, by the token that
+	// asks for it: client-go's pager holds every page's objects until the
+	// last, so their bytes stay in arriving until then.
+	mu    sync.Mutex
+	pages map[string]pages
+}
+
+// pages are the pages of a list read so far: what the list asked for,
+// their bytes, items and values.
+type pages struct {
+	what            string
+	bytes           int64
+	items, elements int
+}
+
+// takePages takes the pages of the list that token continues out of
+// those to come, still counted; a list that continues none (its first
+// page) releases those of the lists of what it asks for before it, which
+// their pager gave up.
+func (a *answers) takePages(what, token string) pages {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if token != "" {
+		p := a.pages[token]
+		delete(a.pages, token)
+		return pages{what: what, bytes: p.bytes, items: p.items, elements: p.elements}
+	}
+	for t, p := range a.pages {
+		if p.what == what {
+			a.arriving.Add(-p.bytes)
+			delete(a.pages, t)
+		}
+	}
+	return pages{what: what}
+}
+
+// morePages keeps the pages of a list, their bytes counted, until its
+// page that token asks for is read.
+func (a *answers) morePages(token string, p pages) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pages == nil {
+		a.pages = map[string]pages{}
+	}
+	a.pages[token] = p
 }
 
 // wrap is the rest.Config WrapTransport that bounds every answer.
@@ -88,7 +140,7 @@ func (a *answers) wrap(next http.RoundTripper) http.RoundTripper {
 		if err != nil {
 			return resp, err
 		}
-		b := &boundedBody{ReadCloser: resp.Body, answers: a, what: req.Method + " " + req.URL.Path}
+		b := &boundedBody{ReadCloser: resp.Body, answers: a, what: req.Method + " " + req.URL.Path, continues: req.URL.Query().Get("continue")}
 		b.limit, b.frames, b.initial, b.items = answerBound(req, resp)
 		resp.Body = b
 		return resp, nil
@@ -127,8 +179,9 @@ func (a *answers) refuse(err error) error {
 }
 
 // answerBound is what the answer resp to req may take: in each frame, or
-// whole when frames is nil; and how its objects are counted, when it is a
-// watch that begins with a list (watch-list), or a list.
+// whole when frames is nil (0: a list, bounded by its items and the
+// member's --member-max-mib); and how its objects are counted, when it is
+// a watch that begins with a list (watch-list), or a list.
 func answerBound(req *http.Request, resp *http.Response) (limit int64, frames framer, initial *initialEvents, items *listItems) {
 	if isWatch(req) {
 		protobuf := isProtobuf(resp, "watch")
@@ -144,7 +197,7 @@ func answerBound(req *http.Request, resp *http.Response) (limit int64, frames fr
 	case path[0] != "api" && path[0] != "apis":
 		return maxProbeBytes, nil, nil, nil
 	case req.Method == http.MethodGet && isCollection(path):
-		return maxListBytes, nil, nil, &listItems{protobuf: isProtobuf(resp, "")}
+		return 0, nil, nil, &listItems{protobuf: isProtobuf(resp, "")}
 	}
 	return maxObjectBytes, nil, nil, nil
 }
@@ -187,13 +240,16 @@ type boundedBody struct {
 	io.ReadCloser
 	*answers
 	what    string
-	limit   int64
+	limit   int64          // 0: a list's, by its items
 	frames  framer         // nil: the answer is one frame
 	initial *initialEvents // nil: not a watch-list
 	items   *listItems     // nil: not a list
 	n       int64          // bytes of the answer, when it is one frame
 	list    *bytes.Reader
-	err     error
+	listed  pages // of the list so far, its bytes counted in arriving
+	// continues is the token of the list whose page this is ("": its first).
+	continues string
+	err       error
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -244,12 +300,14 @@ func (b *boundedBody) counted(size int64, small []byte) {
 	}
 }
 
-// release takes the initial events out of those under way: they ended,
-// or the watch did.
+// release takes the initial events, or the list, out of those under
+// way: they ended, or the answer did.
 func (b *boundedBody) release() {
 	if b.initial != nil {
 		b.initial.release(b.answers)
 	}
+	b.arriving.Add(-b.listed.bytes)
+	b.listed.bytes = 0
 }
 
 // Close releases the initial events, and closes the answer. A watch is
@@ -259,31 +317,81 @@ func (b *boundedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// readList reads a list whole, within its bound, and counts its items
+// readList reads a list whole, within its bounds, and counts its items
 // before client-go reads it: a list is buffered whole to be decoded into
 // as many objects at once.
 func (b *boundedBody) readList(p []byte) (int, error) {
 	if b.list == nil {
-		data, err := io.ReadAll(io.LimitReader(b.ReadCloser, b.limit+1))
-		switch {
-		case err != nil:
+		b.listed = b.takePages(b.what, b.continues)
+		data, err := b.readWhole()
+		if err == nil {
+			err = b.checkItems(data)
+		}
+		if err != nil {
 			b.err = err
 			return 0, err
-		case int64(len(data)) > b.limit:
-			b.err = b.answers.refuse(b.refusal(tooLarge(b.limit)))
-			return 0, b.err
 		}
-		if max := b.maxItems(); max > 0 && b.items.count(data) > max {
-			b.err = b.answers.refuse(b.tooMany(max))
-			return 0, b.err
-		}
-		if b.items.elements(data) > maxListElements {
-			b.err = b.answers.refuse(b.refusal(tooManyElements(maxListElements)))
-			return 0, b.err
+		if next := b.items.next(data); next != "" {
+			b.morePages(next, b.listed)
+			b.listed.bytes = 0
 		}
 		b.list = bytes.NewReader(data)
 	}
-	return b.list.Read(p)
+	n, err := b.list.Read(p)
+	if err == io.EOF {
+		b.list = bytes.NewReader(nil) // read: client-go holds its copy
+	}
+	return n, err
+}
+
+// readWhole reads the list, counting its bytes into the member's arriving
+// as they come: past --member-max-mib, with what the member holds and
+// what else arrives, it is refused.
+func (b *boundedBody) readWhole() ([]byte, error) {
+	var data []byte
+	for {
+		data = slices.Grow(data, listChunk)
+		n, err := b.ReadCloser.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		b.listed.bytes += int64(n)
+		b.arriving.Add(int64(n))
+		if max, over := b.overBytes(); over {
+			return nil, b.answers.refuse(fmt.Errorf("%s answered %s with a list that, with what it holds, takes more than %s (decoded; --member-max-mib): refused", b.name, b.what, resource.NewQuantity(max, resource.BinarySI)))
+		}
+		switch {
+		case err == io.EOF:
+			return data, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+}
+
+// checkItems counts a list's items, and the values of each and of all,
+// with those of its pages before, before client-go decodes them.
+func (b *boundedBody) checkItems(data []byte) error {
+	b.listed.items += b.items.count(data)
+	b.listed.elements += b.items.elements(data)
+	if max := b.maxItems(); max > 0 && b.listed.items > max {
+		return b.answers.refuse(b.tooMany(max))
+	}
+	if b.listed.elements > maxListElements {
+		return b.answers.refuse(b.refusal(tooManyElements(maxListElements)))
+	}
+	var over string
+	b.items.each(data, func(size, elements int) bool {
+		switch {
+		case size > maxObjectBytes:
+			over = tooLarge(maxObjectBytes)
+		case elements > maxElements:
+			over = tooManyElements(maxElements)
+		}
+		return over == ""
+	})
+	if over != "" {
+		return b.answers.refuse(fmt.Errorf("%s answered %s with a list of an object %s (decoded): refused, as no API server stores one", b.name, b.what, over))
+	}
+	return nil
 }
 
 // refusal says that the answer passed a bound, as over says.
@@ -554,52 +662,91 @@ func (l *listItems) elements(data []byte) int {
 	return s.elements
 }
 
-func (l *listItems) count(data []byte) int {
-	if l.protobuf {
-		return protobufItems(data)
-	}
-	return jsonItems(data)
-}
-
-// jsonItems counts the values of a JSON list's arrays (its items) that
-// are objects: the objects one level below an array of the top-level
-// object.
-func jsonItems(data []byte) int {
-	var s jsonScanner
-	var arrayAt2 bool
-	n := 0
-	for _, c := range data {
-		opening := !s.inString && (c == '{' || c == '[')
-		s.step(c)
-		switch {
-		case opening && s.depth == 2:
-			arrayAt2 = c == '['
-		case opening && s.depth == 3 && arrayAt2 && c == '{':
-			n++
+// next is the token that asks for the list's next page, "" when it has
+// none. What cannot be read has none: the decoder refuses it.
+func (l *listItems) next(data []byte) string {
+	var meta metav1.ListMeta
+	if !l.protobuf {
+		var list struct {
+			Metadata *metav1.ListMeta `json:"metadata"`
 		}
+		list.Metadata = &meta
+		_ = json.Unmarshal(data, &list)
+		return meta.Continue
 	}
-	return n
-}
-
-// protobufItems counts the items of a protobuf list: the API server's
-// envelope (runtime.Unknown after protobufMagic) holds the list in field
-// 2, raw, whose field 2 are the items. What cannot be read counts as
-// none: the decoder refuses it.
-func protobufItems(data []byte) int {
 	if !bytes.HasPrefix(data, protobufMagic) {
-		return 0
+		return ""
 	}
-	n := 0
 	fields(data[len(protobufMagic):], func(num protowire.Number, raw []byte) {
 		if num == 2 {
-			fields(raw, func(num protowire.Number, _ []byte) {
-				if num == 2 {
-					n++
+			fields(raw, func(num protowire.Number, v []byte) {
+				if num == 1 {
+					_ = meta.Unmarshal(v)
 				}
 			})
 		}
 	})
+	return meta.Continue
+}
+
+func (l *listItems) count(data []byte) int {
+	n := 0
+	l.each(data, func(int, int) bool { n++; return true })
 	return n
+}
+
+// each calls item with the size and the values of each of the list's
+// items, as jsonScanner and protobufElements count them, until it returns
+// false.
+func (l *listItems) each(data []byte, item func(size, elements int) bool) {
+	if l.protobuf {
+		protobufItems(data, item)
+		return
+	}
+	jsonItems(data, item)
+}
+
+// jsonItems finds the values of a JSON list's arrays (its items) that
+// are objects: the objects one level below an array of the top-level
+// object.
+func jsonItems(data []byte, item func(size, elements int) bool) {
+	var s jsonScanner
+	var arrayAt2 bool
+	start, elements := 0, 0
+	for i, c := range data {
+		opening := !s.inString && (c == '{' || c == '[')
+		closed := s.step(c)
+		switch {
+		case opening && s.depth == 2:
+			arrayAt2 = c == '['
+		case opening && s.depth == 3 && arrayAt2 && c == '{':
+			start, elements = i, s.elements
+		case closed && s.depth == 2 && arrayAt2 && c == '}':
+			if !item(i+1-start, s.elements-elements) {
+				return
+			}
+		}
+	}
+}
+
+// protobufItems finds the items of a protobuf list: the API server's
+// envelope (runtime.Unknown after protobufMagic) holds the list in field
+// 2, raw, whose field 2 are the items. What cannot be read has no items:
+// the decoder refuses it.
+func protobufItems(data []byte, item func(size, elements int) bool) {
+	if !bytes.HasPrefix(data, protobufMagic) {
+		return
+	}
+	more := true
+	fields(data[len(protobufMagic):], func(num protowire.Number, raw []byte) {
+		if num == 2 {
+			fields(raw, func(num protowire.Number, v []byte) {
+				if num == 2 && more {
+					more = item(len(v), protobufElements(v, maxDepth))
+				}
+			})
+		}
+	})
 }
 
 // fields calls each with the number and bytes of each length-delimited

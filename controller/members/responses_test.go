@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,10 +40,10 @@ func TestAnswerBound(t *testing.T) {
 		{"GET", "/api/v1/namespaces/a/services/foo", nil, maxObjectBytes, nil, nil},
 		{"PUT", "/api/v1/namespaces/a/services/foo", nil, maxObjectBytes, nil, nil},
 		{"POST", "/api/v1/namespaces/a/services", nil, maxObjectBytes, nil, nil},
-		{"GET", "/api/v1/namespaces", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/api/v1/services", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices", nil, maxListBytes, nil, &listItems{}},
-		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports", nil, maxListBytes, nil, &listItems{}},
+		{"GET", "/api/v1/namespaces", nil, 0, nil, &listItems{}},
+		{"GET", "/api/v1/services", nil, 0, nil, &listItems{}},
+		{"GET", "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices", nil, 0, nil, &listItems{}},
+		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports", nil, 0, nil, &listItems{}},
 		{"GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports?watch=true", nil, maxObjectBytes, &jsonFrames{}, nil},
 		{"GET", "/api/v1/services?watch=true", protobufStream, maxObjectBytes, &lengthFrames{}, nil},
 		{"GET", "/api/v1/services?watch=true&sendInitialEvents=true", protobufStream, maxObjectBytes, &lengthFrames{}, &initialEvents{}},
@@ -118,20 +119,31 @@ func TestHostileWatchEvent(t *testing.T) {
 }
 
 // A member's list (which the informers ask for when the API server does
-// not stream it as a watch) is refused at 16 MiB read, or once it holds
-// more objects than the member may have held: 10^6 empty ones take 3 MB,
-// and would decode to a GiB of Services.
+// not stream it as a watch) is refused once it holds more objects than
+// the member may have held (10^6 empty ones take 3 MB, and would decode to
+// a GiB of Services), once its bytes, with what the member holds, pass
+// --member-max-mib (here 4 MiB) as they arrive, or when one of its objects
+// is larger than an API server stores: each object is bounded as a watch
+// event is, and the whole as the initial events of a watch-list are.
 func TestHostileList(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	for _, c := range []struct {
 		name string
+		n    int
 		item func(i int) string
 		want string
 	}{
-		{"10^6 objects", func(int) string { return `{}` }, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
-		{"40 MiB", func(i int) string {
+		{"10^6 objects", 1_000_000, func(int) string { return `{}` }, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
+		{"40 MiB", 1_000_000, func(i int) string {
 			return fmt.Sprintf(`{"metadata":{"name":"service-%07d","namespace":"a","annotations":{"pad":"%s"}}}`, i, strings.Repeat("x", 400))
-		}, "member1 answered GET /api/v1/services with an answer larger than 16Mi (decoded): refused"},
+		}, "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused"},
+		{"an object of 3 MiB", 10, func(i int) string {
+			pad := ""
+			if i == 0 {
+				pad = strings.Repeat("x", 3<<20)
+			}
+			return fmt.Sprintf(`{"metadata":{"name":"service-%07d","namespace":"a","annotations":{"pad":"%s"}}}`, i, pad)
+		}, "member1 answered GET /api/v1/services with a list of an object larger than 2Mi (decoded): refused, as no API server stores one"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
@@ -141,7 +153,7 @@ func TestHostileList(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				b := bufio.NewWriterSize(w, 64<<10)
 				_, _ = fmt.Fprint(b, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[`)
-				for i := range 1_000_000 {
+				for i := range c.n {
 					if i > 0 {
 						_, _ = b.WriteString(",")
 					}
@@ -160,6 +172,81 @@ func TestHostileList(t *testing.T) {
 			healthyNow(t, r, "member2")
 			checkPeak(t, peak(), 80<<20)
 		})
+	}
+}
+
+// A member whose API server pages its lists (as one without a watch
+// cache does) is bounded by all the pages of a list together, as
+// client-go's pager holds them all until the last: two pages, each within
+// --member-max-mib (here 4 MiB) and --member-max-objects (1,000), are
+// refused at the second, by their bytes (3 MiB each) or their objects
+// (600 each).
+func TestHostileListPages(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	for _, c := range []struct {
+		name         string
+		perPage, pad int
+		want         string
+	}{
+		{"bytes", 3, 1 << 20, "member1 answered GET /api/v1/services with a list that, with what it holds, takes more than 4Mi (decoded; --member-max-mib): refused"},
+		{"objects", 600, 0, "member1 answered GET /api/v1/services with more than 1000 objects, more than its informers may hold (--member-max-objects): refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hostile := newHostileMember(t, "member1", func(w http.ResponseWriter, r *http.Request) bool {
+				if hostilemember.ResourceOf(r) != "services" || isWatch(r) {
+					return false
+				}
+				next := map[string]string{"": "page-2", "page-2": ""}[r.URL.Query().Get("continue")]
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprintf(w, `{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[`, next)
+				for i := range c.perPage {
+					if i > 0 {
+						_, _ = w.Write([]byte(","))
+					}
+					_, _ = fmt.Fprintf(w, `{"metadata":{"name":"service-%s-%d","namespace":"a","annotations":{"pad":"%s"}}}`, next, i, strings.Repeat("x", c.pad))
+				}
+				_, _ = fmt.Fprint(w, `]}`)
+				return true
+			})
+			good := newHostileMember(t, "member2", nil)
+			r := runHostile(t, hostile, good)
+			refusedWith(t, r, "member1", c.want)
+			healthyNow(t, r, "member2")
+		})
+	}
+}
+
+// The pages of a list stay counted as arriving until its last is read; a
+// list begun afresh releases the pages of one its pager gave up.
+func TestListPagesArriving(t *testing.T) {
+	a := &answers{name: "member1"}
+	page := func(continues, next string) {
+		t.Helper()
+		rt := a.wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+			body := fmt.Sprintf(`{"kind":"ServiceList","apiVersion":"v1","metadata":{"continue":%q},"items":[{"metadata":{"name":"a"}}]}`, next)
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
+		}))
+		u, _ := url.Parse("https://member1/api/v1/services?limit=500&continue=" + continues)
+		resp, err := rt.RoundTrip(&http.Request{Method: http.MethodGet, URL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	page("", "2")
+	first := a.arriving.Load()
+	if page("2", "3"); first == 0 || a.arriving.Load() <= first {
+		t.Errorf("two pages of a list read, %d bytes arriving after the first and %d after the second; want them all counted", first, a.arriving.Load())
+	}
+	if page("", "2"); a.arriving.Load() != first {
+		t.Errorf("a list begun afresh: %d bytes arriving, want its first page's alone, %d", a.arriving.Load(), first)
+	}
+	page("2", "")
+	if n := a.arriving.Load(); n != 0 {
+		t.Errorf("the last page read: %d bytes arriving, want none", n)
 	}
 }
 

@@ -52,10 +52,14 @@ type Member struct {
 	Name   string
 	srv    *httptest.Server
 	script Script // nil: every answer as an API server's
+	// listOnly refuses watches that stream their initial events
+	// (RefuseWatchList).
+	listOnly bool
 
 	mu       sync.Mutex
 	objects  map[string][]stored        // by resource, in the order served
 	watchers map[string][]chan []byte   // open watches, by resource
+	lists    map[string]int             // lists answered, by resource
 	writes   []string                   // "verb resource[/sub] namespace/name"
 	status   map[string]json.RawMessage // the last status written, by "resource namespace/name"
 	rv       int64                      // the last resourceVersion given
@@ -69,7 +73,7 @@ type stored struct {
 
 // New serves member name's API server until the test ends.
 func New(t testing.TB, name string, s Script) *Member {
-	h := &Member{Name: name, script: s, objects: map[string][]stored{}, watchers: map[string][]chan []byte{}, status: map[string]json.RawMessage{}, rv: 1000}
+	h := &Member{Name: name, script: s, objects: map[string][]stored{}, watchers: map[string][]chan []byte{}, lists: map[string]int{}, status: map[string]json.RawMessage{}, rv: 1000}
 	h.srv = httptest.NewTLSServer(h)
 	t.Cleanup(h.srv.Close)
 	return h
@@ -127,6 +131,19 @@ func (h *Member) Serve(resource string, objs ...any) {
 	}
 }
 
+// RefuseWatchList makes the member answer as an API server that does
+// not stream lists (its WatchList feature off): a watch that asks for its
+// initial events (sendInitialEvents) is refused as invalid, so client-go's
+// informers list instead. Its lists answer whole, whatever limit they ask
+// for, as an API server answers the informers' first list
+// (resourceVersion 0) from its watch cache. Call it before the member is
+// registered.
+func (h *Member) RefuseWatchList() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listOnly = true
+}
+
 // Send sends an event of type typ (ADDED, MODIFIED, DELETED) of obj to
 // every watch of resource open, and returns how many there are.
 func (h *Member) Send(resource, typ string, obj any) int {
@@ -151,6 +168,13 @@ func (h *Member) Watching(resource string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.watchers[resource])
+}
+
+// Lists is how many lists of resource the member answered.
+func (h *Member) Lists(resource string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lists[resource]
 }
 
 // Writes are the writes the member took, in order: "create
@@ -266,6 +290,9 @@ func (h *Member) serveRead(w http.ResponseWriter, r *http.Request) {
 			APIResources: []metav1.APIResource{{Name: mcsapi.ServiceExports, Namespaced: true, Kind: "ServiceExport"}, {Name: mcsapi.ServiceImports, Namespaced: true, Kind: "ServiceImport"}}}
 	case r.URL.Path == "/api/v1/namespaces/kube-system":
 		answer = map[string]any{"kind": "Namespace", "apiVersion": "v1", "metadata": map[string]any{"name": "kube-system", "uid": "uid-kube-system", "resourceVersion": "1"}}
+	case res != "" && IsWatch(r) && r.URL.Query().Get("sendInitialEvents") == "true" && h.refusesWatchList():
+		invalid(w, "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
+		return
 	case res != "" && IsWatch(r):
 		h.serveWatch(w, r, res, namespace)
 		return
@@ -284,6 +311,18 @@ func (h *Member) serveRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(answer)
+}
+
+func (h *Member) refusesWatchList() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listOnly
+}
+
+// invalid answers as an API server answers options it does not take.
+func invalid(w http.ResponseWriter, message string) {
+	w.WriteHeader(http.StatusUnprocessableEntity)
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Message: message, Code: http.StatusUnprocessableEntity})
 }
 
 func notFound(w http.ResponseWriter) {
@@ -318,6 +357,7 @@ func (h *Member) serveList(w http.ResponseWriter, resource, namespace string) {
 	tm := KindOf[resource]
 	h.mu.Lock()
 	rv := h.rv
+	h.lists[resource]++
 	h.mu.Unlock()
 	_, _ = fmt.Fprintf(w, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`, tm.Kind+"List", tm.APIVersion, rv)
 	for i, o := range h.served(resource, namespace) {
