@@ -16,7 +16,7 @@ func TestMarkdown(t *testing.T) {
 		Missing: []string{"owned"}}
 	md := r.Markdown()
 	for _, want := range []string{
-		"seed 47", "SEED=47 DURATION=5m0s", "| kill-coredns | 1 | 0 | 1 | 0.0 / 0.0 | 1.5 / 1.5 / 1.5 | 0 | 0 |",
+		"seed 47", "SEED=47 DURATION=5m0s", "| kill-coredns | 1 | 0 | 1 | 0.0 / 0.0 | 1, 1.5 / 1.5 / 1.5 | 0 | 0 |", "| stop-etcd | 0 | 0 | 0 | 0.0 / 0.0 | 0 | 0 | 0 |",
 		"| available | 10 probes, 8 the model said must answer, 2 misses (1 in a fault's window) | 1 |",
 		"| 12s | available | s | member2 | native name: 0 answers | kill-coredns member2 at 1s |", "- owned",
 	} {
