@@ -1,4 +1,4 @@
-//go:build chaos
+//go:build lab
 
 package chaos
 
@@ -41,13 +41,18 @@ func TestMain(m *testing.M) {
 	labtest.Main(m)
 }
 
-// The run's settings, from the environment make chaos passes on; unset,
-// the short run's: a fixed seed, three minutes.
+// The run's settings, from the environment make chaos passes on; unset
+// there, a fixed seed and three minutes.
 const (
 	defaultSeed     = 47
 	defaultDuration = 3 * time.Minute
 	services        = 20
 )
+
+// ciDuration is each of make test's two runs (CHAOS_SEED not in the
+// environment): the fixed seed and a random one, short enough that both,
+// with their set-up, take about five minutes.
+const ciDuration = 2 * time.Minute
 
 // Short Leases (as test/e2e's fault tests use), so that a lost provider
 // turns stale and a killed leader is replaced in seconds.
@@ -97,11 +102,32 @@ func config(t *testing.T) Config {
 	return cfg
 }
 
+// configs are the runs to make: the one make chaos asks for, or without
+// CHAOS_SEED in the environment (make test) the fixed seed and a random
+// one, each ciDuration with every fault kind.
+func configs(t *testing.T) []Config {
+	if _, set := os.LookupEnv("CHAOS_SEED"); set {
+		return []Config{config(t)}
+	}
+	fixed, random := config(t), config(t)
+	fixed.Duration, random.Duration = ciDuration, ciDuration
+	fixed.Faults, random.Faults = slices.Clone(FaultKinds), slices.Clone(FaultKinds)
+	random.Seed = rand.Uint64N(1_000_000)
+	return []Config{fixed, random}
+}
+
 func TestChaos(t *testing.T) {
-	cfg := config(t)
+	for _, cfg := range configs(t) {
+		t.Run(fmt.Sprintf("seed-%d", cfg.Seed), func(t *testing.T) { chaos(t, cfg) })
+	}
+}
+
+// chaos makes one run of cfg and fails on any violation, printing its seed
+// and what the run did before the first ones.
+func chaos(t *testing.T, cfg Config) {
 	w := NewWorld(services)
 	schedule := Plan(cfg, w)
-	t.Logf("chaos: seed %d, %s, %d events; replay with SEED=%d make chaos", cfg.Seed, cfg.Duration, len(schedule), cfg.Seed)
+	t.Logf("chaos: seed %d, %s, %d events; replay with SEED=%d DURATION=%s make chaos", cfg.Seed, cfg.Duration, len(schedule), cfg.Seed, cfg.Duration)
 
 	l := labtest.Get(t)
 	started := time.Now()
