@@ -92,10 +92,14 @@ type Result struct {
 	LostLead      int              `json:"lostLeadExits"` // exits on losing the lead while the hub was faulted
 	Injected      int              `json:"injectedExits"`
 	NotInjected   int              `json:"notInjectedExits"`
-	Panics        []string         `json:"panics"`
-	Violations    []Violation      `json:"violations"`
-	FaultsApplied map[string]int   `json:"faultsApplied"`
-	FaultsFailed  map[string]int   `json:"faultsFailed"`
+	// QuietWrites: the controller's writes other than Leases' in the
+	// quiet run's last QuietWindow (lean.go).
+	QuietWrites   int            `json:"quietWrites"`
+	QuietWindow   time.Duration  `json:"quietWindow"`
+	Panics        []string       `json:"panics"`
+	Violations    []Violation    `json:"violations"`
+	FaultsApplied map[string]int `json:"faultsApplied"`
+	FaultsFailed  map[string]int `json:"faultsFailed"`
 }
 
 // Check computes the invariants of a run's history.
