@@ -81,7 +81,6 @@ test: test-unit vulncheck test-fuzz test-lab
 test-unit: promtool
 	$(GO) vet ./...
 	$(GO) vet -tags lab ./...
-	$(GO) vet -tags chaos ./test/chaos
 	cd test/lab && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	cd test/lab && $(GO) test -race -count=1 ./...
@@ -107,7 +106,7 @@ conformance: build lab-bins
 # SEED=... make chaos replays a run's schedule exactly.
 .PHONY: chaos
 chaos: build lab-bins
-	CHAOS_SEED=$(SEED) CHAOS_DURATION=$(DURATION) CHAOS_FAULTS=$(FAULTS) $(GO) test -count=1 -tags chaos -timeout 150m -run '^TestChaos$$' -v ./test/chaos
+	CHAOS_SEED=$(SEED) CHAOS_DURATION=$(DURATION) CHAOS_FAULTS=$(FAULTS) $(GO) test -count=1 -tags lab -timeout 150m -run '^TestChaos$$' -v ./test/chaos
 
 # The benchmarks of README.md, Performance (see test/bench/README.md):
 # first the DNS ones, side by side on the lab's member3, printing a table of

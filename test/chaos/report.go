@@ -89,11 +89,15 @@ func (r Report) Markdown() string {
 		r.Config.Rate, r.Config.FaultGap, strings.Join(r.Config.Faults, ", "))
 	fmt.Fprintf(&b, "Replay: `SEED=%d DURATION=%s FAULTS=%s make chaos`\n\n", r.Config.Seed, r.Config.Duration, strings.Join(r.Config.Faults, ","))
 	fmt.Fprintf(&b, "Windows: settle %s, grace after a fault heals %s, converge %s.\n\n", r.Limits.Settle, r.Limits.Grace, r.Limits.Converge)
-	b.WriteString("| fault | injected | could not be injected | excused misses | every API server read again after heal p50 / max (s) | converged after heal p50 / p99 / max (s) | not converged | overlapped by another fault |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | injected | could not be injected | excused misses | every API server read again after heal p50 / max (s) | converged after heal, no other fault under way: n, p50 / p99 / max (s) | not converged | overlapped by another fault |\n|---|---|---|---|---|---|---|---|\n")
 	for _, k := range FaultKinds {
 		st := res.Convergence[k]
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f / %.1f | %.1f / %.1f / %.1f | %d | %d |\n", k, res.FaultsApplied[k], res.FaultsFailed[k], res.Excused[k],
-			st.BackP50, st.BackMax, st.P50, st.P99, st.Max, st.NotConverged, st.Overlapped)
+		conv := "0"
+		if st.N > 0 {
+			conv = fmt.Sprintf("%d, %.1f / %.1f / %.1f", st.N, st.P50, st.P99, st.Max)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f / %.1f | %s | %d | %d |\n", k, res.FaultsApplied[k], res.FaultsFailed[k], res.Excused[k],
+			st.BackP50, st.BackMax, conv, st.NotConverged, st.Overlapped)
 	}
 	count := map[string]int{}
 	for _, v := range res.Violations {
@@ -108,6 +112,7 @@ func (r Report) Markdown() string {
 	if n := count["harness"]; n > 0 {
 		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down | %d |\n", n)
 	}
+	fmt.Fprintf(&b, "| lean | %d writes other than Leases in the quiet last %s (memory not measured yet) | %d |\n", res.QuietWrites, res.QuietWindow, count["lean"])
 	b.WriteString("| owned | not checked yet (needs the API servers' audit logs) | - |\n")
 	if len(res.Violations) > 0 {
 		b.WriteString("\n## Violations\n\n| at | invariant | service | consumer | what | last fault before |\n|---|---|---|---|---|---|\n")

@@ -11,13 +11,14 @@ import (
 func TestMarkdown(t *testing.T) {
 	r := Report{Config: testConfig(47), Limits: testLimits, World: oneService, Ran: time.Minute,
 		Result: Result{Probes: 10, Checked: 8, Misses: 2, Excused: map[string]int{KillCoreDNS: 1},
-			FaultsApplied: map[string]int{KillCoreDNS: 1}, Convergence: map[string]Stats{KillCoreDNS: {N: 1, P50: 1.5, P99: 1.5, Max: 1.5}},
+			FaultsApplied: map[string]int{KillCoreDNS: 1}, QuietWrites: 2, QuietWindow: 10 * time.Second, Convergence: map[string]Stats{KillCoreDNS: {N: 1, P50: 1.5, P99: 1.5, Max: 1.5}},
 			Violations: []Violation{{Invariant: "available", At: 12 * time.Second, Service: "s", Consumer: member2, Detail: "native name: 0 answers", LastFault: "kill-coredns member2 at 1s"}}},
 		Missing: []string{"owned"}}
 	md := r.Markdown()
 	for _, want := range []string{
-		"seed 47", "SEED=47 DURATION=5m0s", "| kill-coredns | 1 | 0 | 1 | 0.0 / 0.0 | 1.5 / 1.5 / 1.5 | 0 | 0 |",
+		"seed 47", "SEED=47 DURATION=5m0s", "| kill-coredns | 1 | 0 | 1 | 0.0 / 0.0 | 1, 1.5 / 1.5 / 1.5 | 0 | 0 |", "| stop-etcd | 0 | 0 | 0 | 0.0 / 0.0 | 0 | 0 | 0 |",
 		"| available | 10 probes, 8 the model said must answer, 2 misses (1 in a fault's window) | 1 |",
+		"| lean | 2 writes other than Leases in the quiet last 10s (memory not measured yet) | 0 |",
 		"| 12s | available | s | member2 | native name: 0 answers | kill-coredns member2 at 1s |", "- owned",
 	} {
 		if !strings.Contains(md, want) {

@@ -4,7 +4,7 @@
 // harness's own model of the source clusters (docs/reliability.md).
 //
 // The schedule, the model and the invariants are plain code with unit
-// tests; the run itself (chaos_test.go, build tag chaos) needs the lab.
+// tests; the run itself (chaos_test.go, build tag lab) needs the lab.
 package chaos
 
 import (
