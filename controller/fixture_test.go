@@ -93,6 +93,9 @@ type fixture struct {
 	// registration, when set, changes how the members are registered
 	// (rotation_test.go: by Secrets on the hub).
 	registration func(*members.Options)
+	// prepare, when set, changes the fakes before the controller starts
+	// (a reactor added later would race with the fakes' readers).
+	prepare func(*fixture)
 }
 
 // option changes a fixture before its controller starts.
@@ -176,6 +179,9 @@ func newFixture(t *testing.T, w world, opts ...option) *fixture {
 		f.kube[name].Resources = servedMCSAPI(f.alpha[name])
 		f.stamp(name, &f.kube[name].Fake, &rv)
 		f.stamp(name, &f.mcs[name].Fake, &rv)
+	}
+	if f.prepare != nil {
+		f.prepare(f)
 	}
 	f.start()
 	return f
