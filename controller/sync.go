@@ -97,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	// imports nothing: what it imported while it was allowed goes.
 	if followed.Invalid == "" || followed.Unexportable != nil {
 		c.applyMembers(ctx, namespace, name, followed, &out, seen, r)
-		c.reportExports(ctx, namespace, name, followed, &out)
+		c.reportExports(ctx, namespace, name, followed, &out, r)
 		agesErr = c.ages.keep(ctx, in, followed)
 	}
 	if mcs != nil {
