@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,19 +19,21 @@ import (
 // of the service and what the plan wants. Of the Services and
 // EndpointSlices, only those carrying the managed-by label are changed or
 // deleted; anything else in the way is reported and left alone. A user's
-// ServiceImport is filled in, never deleted (see imports.go).
-func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
+// ServiceImport is filled in, never deleted (see imports.go). A member
+// that had not synced when the sync read its input (known false) is not
+// written to either: the plan took it for unknown.
+func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time, known bool) {
 	if succ, pending := c.successor(m); succ != nil || pending {
 		return // renamed: its successor writes into the cluster (rename.go)
 	}
 	// A member that does not answer is reported, and not written to: a
 	// write would only wait for its time-out. It is synced again when it
 	// answers; what it provided stays imported meanwhile.
-	if ok, _ := m.Reachable(); !ok || !m.Synced() {
+	if ok, _ := m.Reachable(); !ok || !known || !m.Synced() {
 		// An unknown member may provide: its Service is not known; and
 		// one that holds the service's objects must be cleaned.
 		if plan.TakesPart(m.Name) || plan.IsUnknown(m.Name) || m.Holds(namespace, name) {
-			out.cannotReach(m.Name, m.Err())
+			out.cannotReach(m.Name, notWritten(m))
 		}
 		return
 	}
@@ -56,6 +59,16 @@ func (c *Controller) applyMember(ctx context.Context, m *members.Member, namespa
 	if err != nil {
 		out.applyFailed(m.Name, err)
 	}
+}
+
+// notWritten says why a member is not written to: it cannot be reached,
+// has not synced, or synced only after the sync read its input (the
+// member's change queued the service again).
+func notWritten(m *members.Member) error {
+	if err := m.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s had not synced its informers when this sync began", m.Name)
 }
 
 // providedByUnknown reports whether a member whose caches have not synced

@@ -20,15 +20,16 @@ import (
 // Conflict, with mcs-api's reasons.
 
 // reportExports sets the MCS API conditions of every ServiceExport of the
-// service: Valid, Ready and Conflict, with mcs-api's reasons.
-func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome) {
+// service: Valid, Ready and Conflict, with mcs-api's reasons; in the
+// members of the sync's roster alone, whose plan it is.
+func (c *Controller) reportExports(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, r roster) {
 	updates := map[string]*mcsv1b1.ServiceExport{}
 	var ms []*members.Member
-	for _, m := range c.opts.Members.List() {
+	for _, m := range r.writable(c.opts.Members.List()) {
 		exp := latestOf(c.track, trackKey{m.Name, "ServiceExport", namespace, name}, m.Export(namespace, name))
 		// An unreachable member's write would only wait for its time-out;
 		// it is reported to once it is back, which queues every service.
-		if ok, _ := m.Reachable(); exp == nil || !ok || !m.Synced() {
+		if ok, _ := m.Reachable(); exp == nil || !ok || !r.synced[m] || !m.Synced() {
 			continue
 		}
 		upd := exp.DeepCopy()

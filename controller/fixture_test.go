@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -93,6 +94,77 @@ type fixture struct {
 	// registration, when set, changes how the members are registered
 	// (rotation_test.go: by Secrets on the hub).
 	registration func(*members.Options)
+	// prepare, when set, changes the fakes before the controller starts
+	// (a reactor added later would race with the fakes' readers).
+	prepare  func(*fixture)
+	informed informed
+}
+
+// informed notes, by member and resource, the latest list and the latest
+// watch of the members' informers, as numbers in one sequence. A fake API
+// server (client-go's tracker) tells a watch that starts from a list's
+// resourceVersion of the objects made or changed since, but not of those
+// deleted since, which a real one does: a delete made after an informer
+// has listed and before it watches is never seen. A test waits for the
+// watches before it changes a member that has just listed (watching).
+type informed struct {
+	mu          sync.Mutex
+	seq         int
+	list, watch map[string]int // by cluster/resource
+}
+
+// note records an informer's list or watch of resource in cluster. A list
+// without a resourceVersion is no informer's (the token check's).
+func (in *informed) note(cluster string, a clienttesting.Action) {
+	var opts metav1.ListOptions
+	switch a := a.(type) {
+	case clienttesting.ListActionImpl:
+		opts = a.ListOptions
+	case clienttesting.WatchActionImpl:
+		opts = a.ListOptions
+	}
+	if opts.ResourceVersion == "" && a.GetVerb() == "list" {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.list == nil {
+		in.list, in.watch = map[string]int{}, map[string]int{}
+	}
+	in.seq++
+	k := cluster + "/" + a.GetResource().Resource
+	if a.GetVerb() == "list" {
+		in.list[k] = in.seq
+	} else {
+		in.watch[k] = in.seq
+	}
+}
+
+// watching reports whether every informer of cluster that listed has
+// watched since.
+func (in *informed) watching(cluster string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for k, l := range in.list {
+		if strings.HasPrefix(k, cluster+"/") && in.watch[k] < l {
+			return false
+		}
+	}
+	return true
+}
+
+// noteInformers makes the fake of cluster note its informers' lists and
+// watches. The watch is noted under the fake's lock, which every write
+// takes too: no write falls between the note and the watch's start.
+func (f *fixture) noteInformers(cluster string, fake *clienttesting.Fake) {
+	fake.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		f.informed.note(cluster, a)
+		return false, nil, nil
+	})
+	fake.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		f.informed.note(cluster, a)
+		return false, nil, nil
+	})
 }
 
 // option changes a fixture before its controller starts.
@@ -176,6 +248,11 @@ func newFixture(t *testing.T, w world, opts ...option) *fixture {
 		f.kube[name].Resources = servedMCSAPI(f.alpha[name])
 		f.stamp(name, &f.kube[name].Fake, &rv)
 		f.stamp(name, &f.mcs[name].Fake, &rv)
+		f.noteInformers(name, &f.kube[name].Fake)
+		f.noteInformers(name, &f.mcs[name].Fake)
+	}
+	if f.prepare != nil {
+		f.prepare(f)
 	}
 	f.start()
 	return f
@@ -227,6 +304,9 @@ func (f *fixture) start() {
 	if ok, pending := reg.Settled(); !ok {
 		t.Fatalf("members not settled: %s", pending)
 	}
+	f.await("the informers of every healthy member watch", func() bool {
+		return !slices.ContainsFunc(reg.List(), func(m *members.Member) bool { return m.Healthy() && !f.informed.watching(m.Name) })
+	})
 }
 
 // selector is the registry's label selector: the shards' when the

@@ -55,13 +55,15 @@ func TestStaleProviderLeavesTheVIP(t *testing.T) {
 	}
 }
 
+// awaitSynced waits until member is healthy and its informers watch: a
+// change made before would be lost to them if it is a delete (informed).
 func awaitSynced(t *testing.T, f *fixture, member string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return f.member(member).Healthy(), nil
+		return f.member(member).Healthy() && f.informed.watching(member), nil
 	})
 	if err != nil {
-		t.Fatalf("%s never became healthy", member)
+		t.Fatalf("%s never became healthy, its informers watching", member)
 	}
 }
 

@@ -80,7 +80,8 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 		}
 		mcs = c.hubMCSOf(namespace, name)
 	}
-	in := c.input(namespace, name, mcs)
+	r := c.roster()
+	in := c.input(namespace, name, mcs, r)
 	c.ages.ageMembers(in)
 	c.budgetEndpoints(in)
 	defer c.fan.readSources(key, in)()
@@ -95,8 +96,8 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	// A service no member may export (protected, its name too long)
 	// imports nothing: what it imported while it was allowed goes.
 	if followed.Invalid == "" || followed.Unexportable != nil {
-		c.applyMembers(ctx, namespace, name, followed, &out, seen)
-		c.reportExports(ctx, namespace, name, followed, &out)
+		c.applyMembers(ctx, namespace, name, followed, &out, seen, r)
+		c.reportExports(ctx, namespace, name, followed, &out, r)
 		agesErr = c.ages.keep(ctx, in, followed)
 	}
 	if mcs != nil {
@@ -195,9 +196,40 @@ func (c *Controller) followed(key string, in *desired.Input, plan *desired.Plan)
 	return plan
 }
 
-// input gathers what the caches hold of the service. A MultiClusterService
-// being deleted counts as absent: what it alone caused goes away.
-func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService) *desired.Input {
+// roster is the members one sync works with, read once as it begins: its
+// input and its writes see the same members, each synced or not as it was
+// then. Read afresh at each step, the registry changes under the sync (a
+// rename registers the new name and its caches sync within a few probes):
+// a member registered after the input was read would be written to by a
+// plan that does not know it, which takes it for a member that takes no
+// part and removes the service's import and derived-<svc> there; and a
+// successor read as not synced for the retiring name but as synced for
+// itself would put both names in one input as providers, the ages record
+// made for the two and deleted at the next sync (rename.go).
+type roster struct {
+	members []*members.Member
+	synced  map[*members.Member]bool
+}
+
+func (c *Controller) roster() roster {
+	r := roster{members: c.opts.Members.List(), synced: map[*members.Member]bool{}}
+	for _, m := range r.members {
+		r.synced[m] = m.Synced()
+	}
+	return r
+}
+
+// writable is the roster's members that are still registered: a sync
+// writes into no member its input did not know, nor into one that left
+// since (its clean-up is another sync's, with it among the Left).
+func (r roster) writable(now []*members.Member) []*members.Member {
+	return slices.DeleteFunc(slices.Clone(r.members), func(m *members.Member) bool { return !slices.Contains(now, m) })
+}
+
+// input gathers what the caches hold of the service, as the roster has
+// its members. A MultiClusterService being deleted counts as absent: what
+// it alone caused goes away.
+func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterService, r roster) *desired.Input {
 	in := &desired.Input{
 		Namespace: namespace, Name: name, Members: map[string]desired.Member{}, Protected: c.protected(namespace, name),
 		Deleting: mcs != nil && mcs.DeletionTimestamp != nil, MaxEndpoints: c.opts.MaxImportedEndpoints, MaxPorts: c.opts.MaxImportedPorts,
@@ -207,13 +239,13 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		in.HubService, _ = members.Unpacked(c.hubServices.Get(namespace, name)).(*corev1.Service)
 	}
 	present := map[string]bool{}
-	for _, m := range c.opts.Members.List() {
+	for _, m := range r.members {
 		c.perMember.registered.Store(m.Name, true)
 		if m.Retiring() {
 			// It takes part in nothing: applying the plan cleans it. Renamed
 			// (or while that cannot be told yet), its slices stay until its
 			// successor provides in its place (rename.go).
-			if succ, pending := c.successor(m); pending || succ != nil && !succ.Synced() {
+			if succ, pending := c.successor(m); pending || succ != nil && !r.synced[succ] {
 				present[m.Name] = true
 				in.Members[m.Name] = desired.Member{}
 			}
@@ -221,7 +253,7 @@ func (c *Controller) input(namespace, name string, mcs *v1alpha1.MultiClusterSer
 		}
 		present[m.Name] = true
 		stale := c.opts.StaleAfter > 0 && m.UnhealthyFor() >= c.opts.StaleAfter
-		if !m.Synced() {
+		if !r.synced[m] {
 			in.Members[m.Name] = desired.Member{Stale: stale}
 			continue
 		}
@@ -262,12 +294,13 @@ func sourceService(s *corev1.Service) *corev1.Service {
 	return s
 }
 
-// applyMembers writes the plan into every member at once: members are
-// separate API servers, so a sync waits for the slowest, not for their
-// sum, and for one that hangs memberWait at most (fanout.go).
-func (c *Controller) applyMembers(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time) {
-	c.fan.run(namespace+"/"+name, c.opts.Members.List(), out, func(m *members.Member, mine *outcome) {
-		c.applyMember(ctx, m, namespace, name, plan, mine, seen)
+// applyMembers writes the plan into every member of the roster still
+// registered at once: members are separate API servers, so a sync waits
+// for the slowest, not for their sum, and for one that hangs memberWait at
+// most (fanout.go).
+func (c *Controller) applyMembers(ctx context.Context, namespace, name string, plan *desired.Plan, out *outcome, seen time.Time, r roster) {
+	c.fan.run(namespace+"/"+name, r.writable(c.opts.Members.List()), out, func(m *members.Member, mine *outcome) {
+		c.applyMember(ctx, m, namespace, name, plan, mine, seen, r.synced[m])
 	})
 }
 
