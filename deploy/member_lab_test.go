@@ -187,7 +187,7 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 		"a provider Service's copy of an imported slice": createSlice(importedSlice(api.ProviderSlicePrefix+"imported-member2-foo", "foo", func(s *discoveryv1.EndpointSlice) {
 			s.Labels[discoveryv1.LabelServiceName] = api.ProviderService("foo", "member2")
 		})),
-		"a Lease source-*":  lease("source-member9", ours),
+		"a Lease source-*": lease("source-member9", ours),
 		"an export's status": func() error {
 			e, err := mcs.MulticlusterV1beta1().ServiceExports(apps).Get(ctx, "bar", metav1.GetOptions{})
 			if err == nil {
