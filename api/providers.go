@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // AnnotationProviderVIPs on the controller's ServiceImport holds the
@@ -71,4 +74,11 @@ func ProviderService(svc, cluster string) string {
 // Service's.
 func IsProviderService(name string) bool {
 	return strings.HasPrefix(name, ProviderPrefix) && len(name) == len(ProviderPrefix)+20
+}
+
+// ImportedSelector is the label selector of the slices imported for
+// service svc: those joined to derived-<svc>, not the copies a provider
+// Service routes to, whose endpoints are the same.
+func ImportedSelector(svc string) string {
+	return mcsv1b1.LabelServiceName + "=" + svc + "," + discoveryv1.LabelServiceName + "=" + DerivedPrefix + svc
 }

@@ -231,7 +231,7 @@ func (r *Report) read(ctx context.Context, kube kubernetes.Interface, mcs mcscli
 		out.ReadyEndpoints += ready(&s)
 	}
 	r.sources[out.Cluster] = src
-	imported, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: importedSelector(name)})
+	imported, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: api.ImportedSelector(name)})
 	if err != nil {
 		return err
 	}
@@ -370,11 +370,4 @@ func ages(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %ds", p, m[p]))
 	}
 	return orDash(strings.Join(parts, ","))
-}
-
-// importedSelector selects the slices imported for service svc: those
-// joined to derived-<svc>, not the copies a provider Service of a failover
-// order routes to (api/providers.go), whose endpoints are the same.
-func importedSelector(svc string) string {
-	return mcsv1b1.LabelServiceName + "=" + svc + "," + discoveryv1.LabelServiceName + "=" + api.DerivedPrefix + svc
 }
