@@ -99,8 +99,9 @@ func (w *writer) providedByUnknown(name string, plan *desired.Plan) bool {
 const applyTimeout = 15 * time.Second
 
 // consume makes a consumption cluster hold the ServiceImport, the derived
-// Service and the imported slices, in that order: the import owns the
-// others, and its spec.ips come from the derived Service.
+// Service, the provider Services and the imported slices, in that order:
+// the import owns the others, and its spec.ips come from the derived
+// Service.
 func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, seen time.Time) error {
 	if err := w.ensureNamespace(ctx); err != nil {
 		return err
@@ -120,17 +121,21 @@ func (w *writer) consume(ctx context.Context, name string, plan *desired.Plan, s
 		// it is, if there is one.
 		derived = w.service(api.DerivedPrefix + name)
 	}
-	if imp, err = w.fillImport(ctx, imp, plan, derived, derivedErr); err != nil {
-		return errors.Join(derivedErr, err)
+	vips, providersErr := w.syncProviders(ctx, name, plan, imp)
+	if imp, err = w.fillImport(ctx, imp, plan, derived, derivedErr, vips); err != nil {
+		return errors.Join(derivedErr, providersErr, err)
 	}
-	return errors.Join(derivedErr, w.syncSlices(ctx, name, plan, imp, seen))
+	return errors.Join(derivedErr, providersErr, w.syncSlices(ctx, name, plan, imp, seen))
 }
 
 // remove deletes what the controller made for the service in a member that
 // no longer consumes it, in the reverse order of consume: the slices, the
-// derived Service, the import. A user's ServiceImport stays, emptied.
+// provider and derived Services, the import. A user's ServiceImport stays, emptied.
 func (w *writer) remove(ctx context.Context, name string) error {
 	if err := w.removeSlices(ctx, name); err != nil {
+		return err
+	}
+	if err := w.removeProviders(ctx, name); err != nil {
 		return err
 	}
 	if err := w.removeDerived(ctx, name); err != nil {

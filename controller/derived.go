@@ -38,20 +38,26 @@ var errLeftAlone = errors.New("left alone, and no slices imported")
 // when the import is the controller's, with the import's ports and IP
 // families; headless when the import is.
 func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.Import, imp *mcsv1b1.ServiceImport) (*corev1.Service, error) {
-	dname := api.DerivedPrefix + name
-	have := w.service(dname)
+	labels := map[string]string{api.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: name, api.LabelBucket: shards.Label(w.namespace, name)}
+	return w.ensureImportService(ctx, api.DerivedPrefix+name, labels, want, w.importOwner(imp))
+}
+
+// ensureImportService makes the selector-less Service sname, labelled
+// labels and owned by owner, that carries want's ports, families and
+// traffic policies to kube-proxy: derived-<svc>, or a provider Service
+// (providers.go).
+func (w *writer) ensureImportService(ctx context.Context, sname string, labels map[string]string, want *desired.Import, owner []metav1.OwnerReference) (*corev1.Service, error) {
+	have := w.service(sname)
 	if have != nil && !ours(have) {
-		return nil, fmt.Errorf("Service %s/%s exists and is not managed by %s: %w", w.namespace, dname, api.ManagedBy, errLeftAlone)
+		return nil, fmt.Errorf("Service %s/%s exists and is not managed by %s: %w", w.namespace, sname, api.ManagedBy, errLeftAlone)
 	}
 	ports := make([]corev1.ServicePort, 0, len(want.Ports))
 	for _, p := range want.Ports {
 		ports = append(ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
 	}
-	owner := w.importOwner(imp)
-	labels := map[string]string{api.LabelManagedBy: api.ManagedBy, mcsv1b1.LabelServiceName: name, api.LabelBucket: shards.Label(w.namespace, name)}
 	if have == nil {
 		s := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: dname, Namespace: w.namespace, Labels: labels, OwnerReferences: owner},
+			ObjectMeta: metav1.ObjectMeta{Name: sname, Namespace: w.namespace, Labels: labels, OwnerReferences: owner},
 			Spec: corev1.ServiceSpec{
 				Type: corev1.ServiceTypeClusterIP, Ports: ports,
 				IPFamilyPolicy: want.IPFamilyPolicy, IPFamilies: slices.Clone(want.IPFamilies),
@@ -68,7 +74,7 @@ func (w *writer) ensureDerived(ctx context.Context, name string, want *desired.I
 		if err := w.deleteService(ctx, have); err != nil {
 			return nil, err
 		}
-		return w.ensureDerived(ctx, name, want, imp)
+		return w.ensureImportService(ctx, sname, labels, want, owner)
 	}
 	// A propagated Service of the name (a MultiClusterService
 	// derived-<name>'s) is taken over: its selector goes, or the

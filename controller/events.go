@@ -7,6 +7,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/handler"
@@ -85,10 +86,18 @@ func (c *Controller) changed(cluster, namespace, name string) {
 // derived- name of: also when that one is someone else's (Karmada's, say),
 // so that the controller takes the name over as soon as it is deleted. A
 // user's Service named derived-foo may be a multi-cluster service of its
-// own besides: both are queued.
+// own besides: both are queued. A provider Service of the controller's
+// queues the service it routes to a provider of.
 func (c *Controller) serviceEvent(cluster string, obj any) {
 	a, ok := metaOf(obj)
 	if !ok {
+		return
+	}
+	if api.IsProviderService(a.name) && a.labels()[api.LabelManagedBy] == api.ManagedBy {
+		// A provider Service's name does not tell its service: its label does.
+		if svc := a.labels()[mcsv1b1.LabelServiceName]; svc != "" {
+			c.changed(cluster, a.namespace, svc)
+		}
 		return
 	}
 	if svc, derived := strings.CutPrefix(a.name, api.DerivedPrefix); derived && (a.labels()[api.LabelManagedBy] == api.ManagedBy || c.relevant(a.namespace, svc)) {

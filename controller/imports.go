@@ -36,7 +36,7 @@ func (w *writer) ensureImport(ctx context.Context, name string, plan *desired.Pl
 	imp := &mcsv1b1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{api.LabelManagedBy: api.ManagedBy}},
 	}
-	w.setImportSpec(imp, plan, nil) // labels it whole
+	w.setImportSpec(imp, plan, nil, "") // labels it whole
 	got, err := save(w, "ServiceImport", "create", name, func() (*mcsv1b1.ServiceImport, error) {
 		return w.m.ServiceImports(w.namespace).Create(ctx, imp)
 	})
@@ -71,9 +71,10 @@ func (w *writer) updateImport(ctx context.Context, imp *mcsv1b1.ServiceImport, s
 }
 
 // fillImport makes the import say what the plan provides, through the
-// derived Service (derivedErr: why there is none).
-func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service, derivedErr error) (*mcsv1b1.ServiceImport, error) {
-	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { w.setImportSpec(i, plan, derived) }, func(i *mcsv1b1.ServiceImport) {
+// derived Service (derivedErr: why there is none) and the provider
+// Services' VIPs (api.AnnotationProviderVIPs' value).
+func (w *writer) fillImport(ctx context.Context, imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service, derivedErr error, providerVIPs string) (*mcsv1b1.ServiceImport, error) {
+	return w.updateImport(ctx, imp, func(i *mcsv1b1.ServiceImport) { w.setImportSpec(i, plan, derived, providerVIPs) }, func(i *mcsv1b1.ServiceImport) {
 		s := &i.Status
 		s.Clusters = nil
 		for _, c := range plan.Import.Clusters {
@@ -125,7 +126,7 @@ func (w *writer) emptyImport(ctx context.Context, imp *mcsv1b1.ServiceImport) er
 // strategy annotation is set on its own import while a MultiClusterService
 // enables native names, and removed when none does; another's import keeps
 // the labels and annotations its owner gave it (setOthersImportMeta).
-func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service) {
+func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, derived *corev1.Service, providerVIPs string) {
 	imp.Spec.Type = mcsv1b1.ClusterSetIP
 	if plan.Import.Headless {
 		imp.Spec.Type = mcsv1b1.Headless
@@ -144,15 +145,16 @@ func (w *writer) setImportSpec(imp *mcsv1b1.ServiceImport, plan *desired.Plan, d
 	imp.Spec.InternalTrafficPolicy, imp.Spec.TrafficDistribution = t.InternalTrafficPolicy, t.TrafficDistribution
 	w.prunedHere().drop(imp)
 	if ours(imp) {
-		setOwnImportMeta(imp, plan)
+		setOwnImportMeta(imp, plan, providerVIPs)
 	} else {
 		setOthersImportMeta(imp)
 	}
 }
 
 // setOwnImportMeta makes the labels and annotations of the controller's
-// own import: the exports' (KEP-1645), its label, and the strategy.
-func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
+// own import: the exports' (KEP-1645), its label, the strategy, and the
+// provider Services' VIPs.
+func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan, providerVIPs string) {
 	imp.Labels = maps.Clone(plan.Import.Labels)
 	if imp.Labels == nil {
 		imp.Labels = map[string]string{}
@@ -165,6 +167,12 @@ func setOwnImportMeta(imp *mcsv1b1.ServiceImport, plan *desired.Plan) {
 			imp.Annotations = map[string]string{}
 		}
 		maps.Copy(imp.Annotations, plan.Native)
+	}
+	if providerVIPs != "" {
+		if imp.Annotations == nil {
+			imp.Annotations = map[string]string{}
+		}
+		imp.Annotations[api.AnnotationProviderVIPs] = providerVIPs
 	}
 }
 

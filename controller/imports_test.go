@@ -114,7 +114,7 @@ func TestImportReady(t *testing.T) {
 
 // LocalFirst's policy rides on the import as annotations: a change of it is
 // one write per consumption cluster (the import; its status follows the
-// generation), and without it the import is as before, the strategy alone.
+// generation; and the provider Services of an order), and without it the import is as before, the strategy alone.
 func TestLocalFirstPolicyCarried(t *testing.T) {
 	mcs := multiClusterService("foo", api.LocalFirst, []v1alpha1.ClusterName{m1, m3}, []v1alpha1.ClusterName{m2}, true)
 	mcs.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To[int32](2), FailoverOrder: []v1alpha1.ClusterName{m3, m1}}
@@ -127,6 +127,7 @@ func TestLocalFirstPolicyCarried(t *testing.T) {
 	f.sync("demo/foo")
 	want := map[string]string{
 		api.AnnotationStrategy: "LocalFirst", api.AnnotationMinReadyEndpoints: "2", api.AnnotationFailoverOrder: "member3,member1",
+		api.AnnotationProviderVIPs: providerVIPs(f, m3, m1),
 	}
 	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
 		t.Errorf("import annotations %v, want %v", got, want)
@@ -136,9 +137,14 @@ func TestLocalFirstPolicyCarried(t *testing.T) {
 	mcs.Spec.LocalFirst.FailoverOrder = nil
 	f.change(hub, mcs, "update")
 	expect(t, "order dropped", f.sync("demo/foo"), writes{ // the fake bumps no MultiClusterService generation
-		m2: {"update serviceimports demo/foo", "update serviceimports/status demo/foo"},
+		m2: {
+			"delete services demo/" + provider3, "delete services demo/" + provider1, // the order's provider Services (providers_test.go)
+			"update serviceimports demo/foo", "update serviceimports/status demo/foo",
+			"delete endpointslices demo/" + copy1, "delete endpointslices demo/" + copy3,
+		},
 	})
 	delete(want, api.AnnotationFailoverOrder)
+	delete(want, api.AnnotationProviderVIPs)
 	if got := f.importOf(m2, "foo").Annotations; !maps.Equal(got, want) {
 		t.Errorf("import annotations %v, want %v", got, want)
 	}

@@ -119,6 +119,12 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 			s.Labels[discoveryv1.LabelServiceName] = "derived-karmada"
 		})),
 		"(a) a slice not named imported-*": createSlice(importedSlice("evil", "foo", nil)),
+		"(a) a slice joined to a provider Service, not named imported-p.*": createSlice(importedSlice("imported-evil", "foo", func(s *discoveryv1.EndpointSlice) {
+			s.Labels[discoveryv1.LabelServiceName] = api.ProviderService("foo", "member1")
+		})),
+		"(a) a provider copy joined to a Service not shaped as a provider's": createSlice(importedSlice(api.ProviderSlicePrefix+"evil", "foo", func(s *discoveryv1.EndpointSlice) {
+			s.Labels[discoveryv1.LabelServiceName] = "derived-0karmada"
+		})),
 		"(a) a slice owned by a Service": createSlice(importedSlice("imported-evil", "foo", func(s *discoveryv1.EndpointSlice) {
 			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "derived-foo", UID: "x"}}
 		})),
@@ -178,7 +184,10 @@ func writesOnlyItsOwn(t *testing.T, kubeconfig, cluster, ns, apps string) {
 			return err
 		},
 		"an imported slice": createSlice(importedSlice("imported-member2-foo", "foo", nil)),
-		"a Lease source-*":  lease("source-member9", ours),
+		"a provider Service's copy of an imported slice": createSlice(importedSlice(api.ProviderSlicePrefix+"imported-member2-foo", "foo", func(s *discoveryv1.EndpointSlice) {
+			s.Labels[discoveryv1.LabelServiceName] = api.ProviderService("foo", "member2")
+		})),
+		"a Lease source-*": lease("source-member9", ours),
 		"an export's status": func() error {
 			e, err := mcs.MulticlusterV1beta1().ServiceExports(apps).Get(ctx, "bar", metav1.GetOptions{})
 			if err == nil {

@@ -866,3 +866,22 @@ func TestDiagnoseCannotReadOptional(t *testing.T) {
 		})
 	}
 }
+
+// The copies of imported slices that a provider Service of a failover
+// order routes to are not imported slices: diagnose reads each endpoint
+// once, and a healthy service stays healthy.
+func TestDiagnoseLeavesProviderCopiesOut(t *testing.T) {
+	s := healthy(t)
+	cp := s.imported2.DeepCopy()
+	cp.Name = api.ProviderSlicePrefix + cp.Name
+	cp.Labels[discoveryv1.LabelServiceName] = api.ProviderService("foo", "member1")
+	s.nodeLocal2 = append(s.nodeLocal2, cp) // another object of member2
+	for _, m := range s.world(t).members {
+		if m.cluster == "member2" && (len(m.imported) != 1 || m.imported[0].Name != s.imported2.Name) {
+			t.Errorf("member2's imported slices %d, want %s alone", len(m.imported), s.imported2.Name)
+		}
+	}
+	if d := s.diagnose(t); d.Failed != 0 || d.Unknown != 0 {
+		t.Errorf("with a provider copy: %d failed, %d unknown\n%s", d.Failed, d.Unknown, listed(d))
+	}
+}

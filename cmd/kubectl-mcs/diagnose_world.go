@@ -113,7 +113,7 @@ func (m *memberState) readSlices(ctx context.Context, ns, svc string, _ mcsclien
 	if err != nil {
 		return err
 	}
-	imported, err := slices.List(ctx, metav1.ListOptions{LabelSelector: mcsv1b1.LabelServiceName + "=" + svc})
+	imported, err := slices.List(ctx, metav1.ListOptions{LabelSelector: api.ImportedSelector(svc)})
 	if err != nil {
 		return err
 	}

@@ -224,7 +224,7 @@ func (r *Report) read(ctx context.Context, kube kubernetes.Interface, mcs mcscli
 		out.ReadyEndpoints += ready(&s)
 	}
 	r.sources[out.Cluster] = src
-	imported, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: mcsv1b1.LabelServiceName + "=" + name})
+	imported, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: api.ImportedSelector(name)})
 	if err != nil {
 		return err
 	}

@@ -105,8 +105,13 @@ type Plan struct {
 	// Import is the ServiceImport every consumption cluster gets; nil when
 	// no provision cluster has the Service (then consumers get nothing).
 	Import *Import
+	// Providers are the providers in LocalFirst's failover order that
+	// have the Service: every consumption cluster gets a provider Service
+	// for each (providers.go).
+	Providers []string
 	// Slices are the imported slices every consumption cluster gets, by
-	// their name; the same for all.
+	// their name; the same for all. The copies that the provider
+	// Services route to are among them.
 	Slices []*discoveryv1.EndpointSlice
 	// Skipped says which source slices were not imported, and why.
 	Skipped []string
@@ -210,6 +215,10 @@ func Compute(in *Input) *Plan {
 	if p.Import != nil {
 		p.Slices, p.Skipped = importedSlices(in, p.Import)
 		p.markStale(in)
+		if in.MCS != nil {
+			p.Providers = providers(in.MCS.Spec, p.Import)
+			p.Slices = append(p.Slices, providerSlices(in.Name, p.Slices, p.Providers)...)
+		}
 	}
 	return p
 }

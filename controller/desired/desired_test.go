@@ -712,3 +712,40 @@ func portsOf(ps []discoveryv1.EndpointPort) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// Provider Services are planned for an order's providers that have the
+// Service, in its order; none for a headless import or without an order.
+func TestProvidersPlanned(t *testing.T) {
+	in := func(headless bool, order ...v1alpha1.ClusterName) *Input {
+		m := multi(api.LocalFirst, []v1alpha1.ClusterName{"m1", "m2", "m3"}, []v1alpha1.ClusterName{"m4"})
+		if order != nil {
+			m.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{FailoverOrder: order}
+		}
+		return &Input{Namespace: "ns", Name: "foo", MCS: m, Members: map[string]Member{
+			"m1": {Known: true, Service: svc(headless, port("http", 80, "")), Slices: []*discoveryv1.EndpointSlice{slice("foo-a", "10.0.0.1")}},
+			"m2": {Known: true}, // named, no Service
+			"m3": {Known: true, Service: svc(headless, port("http", 80, "")), Slices: []*discoveryv1.EndpointSlice{slice("foo-c", "10.0.0.3")}},
+			"m4": {Known: true},
+		}}
+	}
+	p := Compute(in(false, "m3", "m2", "m1"))
+	if !slices.Equal(p.Providers, []string{"m3", "m1"}) {
+		t.Errorf("providers %v, want [m3 m1]", p.Providers)
+	}
+	var names []string
+	for _, s := range p.Slices {
+		names = append(names, s.Name+"→"+s.Labels[discoveryv1.LabelServiceName])
+	}
+	want := []string{
+		"imported-m1-foo-a→derived-foo", "imported-m3-foo-c→derived-foo",
+		"imported-p.imported-m1-foo-a→" + api.ProviderService("foo", "m1"), "imported-p.imported-m3-foo-c→" + api.ProviderService("foo", "m3"),
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("slices %v, want %v", names, want)
+	}
+	for what, p := range map[string]*Plan{"headless": Compute(in(true, "m3")), "no order": Compute(in(false))} {
+		if len(p.Providers) != 0 || len(p.Slices) != 2 {
+			t.Errorf("%s: providers %v, %d slices; want none and the 2 imported", what, p.Providers, len(p.Slices))
+		}
+	}
+}

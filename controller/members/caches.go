@@ -125,7 +125,7 @@ func makeCaches(kube kubernetes.Interface, mcs mcsclient.Interface, exports, imp
 	}
 	c.services = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
 		return kubeIn(ns).InformerFor(&corev1.Service{}, func(k kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredServiceInformer(k, ns, r, NoIndex, selected)
+			return coreinformers.NewFilteredServiceInformer(k, ns, r, cache.Indexers{byService: providerIndex}, selected)
 		})
 	})
 	c.slices = NewScoped(namespaces, func(ns string) cache.SharedIndexInformer {
@@ -328,6 +328,20 @@ func serviceIndex(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{s.GetNamespace() + "/" + svc}, nil
+}
+
+// providerIndex files a provider Service of the controller's
+// (api/providers.go) under the service it routes to a provider of, whose
+// name its own does not tell. It decodes the labels of those alone.
+func providerIndex(obj any) ([]string, error) {
+	s, ok := obj.(metav1.Object)
+	if !ok || !ours(obj) || !api.IsProviderService(s.GetName()) {
+		return nil, nil
+	}
+	if svc := s.GetLabels()[mcsv1b1.LabelServiceName]; svc != "" {
+		return []string{s.GetNamespace() + "/" + svc}, nil
+	}
+	return nil, nil
 }
 
 // ImportedService is the service a slice with the controller's managed-by

@@ -42,7 +42,7 @@ var heldKeys = map[string]bool{
 	mcsv1b1.LabelServiceName: true, mcsv1b1.LabelSourceCluster: true,
 	discoveryv1.LabelManagedBy: true, discoveryv1.LabelServiceName: true,
 	api.AnnotationStrategy: true, api.AnnotationMinReadyEndpoints: true, api.AnnotationFailoverOrder: true,
-	api.AnnotationSourceGeneration: true, api.AnnotationFilled: true, api.AnnotationStale: true,
+	api.AnnotationSourceGeneration: true, api.AnnotationFilled: true, api.AnnotationStale: true, api.AnnotationProviderVIPs: true,
 }
 
 // boundMetadata trims m's labels and annotations when they take more than

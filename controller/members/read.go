@@ -120,6 +120,23 @@ func filedUnder(inf cache.SharedIndexInformer, key string) []any {
 	return objs
 }
 
+// ProviderServices lists the controller's provider Services of service
+// namespace/name (api/providers.go), sorted by name.
+func (m *Member) ProviderServices(namespace, name string) []*corev1.Service {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	var out []*corev1.Service
+	for _, o := range filedUnder(c.services.Of(namespace), namespace+"/"+name) {
+		if s, ok := Unpacked(o).(*corev1.Service); ok {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // ImportKeys lists the keys (namespace/name) of every ServiceImport the member has.
 func (m *Member) ImportKeys() []string {
 	return keys(m, func(c *caches) Scoped { return c.imports })
@@ -140,8 +157,8 @@ func keys(m *Member, pick func(*caches) Scoped) []string {
 }
 
 // Holds reports whether the member's caches hold an object the controller
-// wrote for service namespace/name: an imported slice, the derived or a
-// propagated Service, or a ServiceImport it made or filled.
+// wrote for service namespace/name: an imported slice, the derived, a
+// provider or a propagated Service, or a ServiceImport it made or filled.
 func (m *Member) Holds(namespace, name string) bool {
 	if slices.ContainsFunc(m.indexed(namespace+"/"+name), ours) {
 		return true
@@ -150,6 +167,9 @@ func (m *Member) Holds(namespace, name string) bool {
 		if s != nil && s.Labels[api.LabelManagedBy] == api.ManagedBy {
 			return true
 		}
+	}
+	if len(m.ProviderServices(namespace, name)) > 0 {
+		return true
 	}
 	imp := m.Import(namespace, name)
 	return imp != nil && ourImport(imp)
@@ -162,9 +182,10 @@ func ourImport(imp *mcsv1b1.ServiceImport) bool {
 }
 
 // ManagedKeys lists the services (namespace/name) of which the member
-// holds an object the controller wrote: an imported slice, a derived or
-// propagated Service carrying its label, or a ServiceImport it made or
-// filled.
+// holds an object the controller wrote: an imported slice, a derived,
+// provider or propagated Service carrying its label, or a ServiceImport it
+// made or filled. A provider Service is listed under the service it
+// routes to a provider of (providerIndex).
 func (m *Member) ManagedKeys() []string {
 	c := m.current()
 	if c == nil {
@@ -179,6 +200,9 @@ func (m *Member) ManagedKeys() []string {
 		}
 	}
 	keys = append(keys, oursKeys(c.services, api.DerivedPrefix)...)
+	for _, inf := range c.services {
+		keys = append(keys, inf.GetIndexer().ListIndexFuncValues(byService)...)
+	}
 	keys = append(keys, oursKeys(c.imports, "")...)
 	slices.Sort(keys)
 	return slices.Compact(keys)
@@ -189,7 +213,7 @@ func (m *Member) ManagedKeys() []string {
 func oursKeys(s Scoped, prefix string) []string {
 	var keys []string
 	for _, obj := range s.List() {
-		if o, ok := obj.(metav1.Object); ok && ours(obj) {
+		if o, ok := obj.(metav1.Object); ok && ours(obj) && !api.IsProviderService(o.GetName()) {
 			keys = append(keys, o.GetNamespace()+"/"+strings.TrimPrefix(o.GetName(), prefix))
 		}
 	}

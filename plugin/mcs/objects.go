@@ -140,6 +140,9 @@ type serviceImport struct {
 	ports    portList
 	strategy api.Strategy  // from the annotation; "" when absent or not a api.Strategy
 	policy   decide.Policy // LocalFirst's, from its annotations
+	// providerVIPs are the VIPs of the provider Services of the failover
+	// order, by cluster (api.AnnotationProviderVIPs); nil without one.
+	providerVIPs map[string][]net.IP
 }
 
 type endpointSlice struct {
@@ -221,7 +224,25 @@ func toService(s *corev1.Service) *service {
 
 func toImport(m *metav1.ObjectMeta, headless bool, ips []string, ports portList) *serviceImport {
 	s, _ := api.ParseStrategy(m.Annotations[api.AnnotationStrategy])
-	return &serviceImport{objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s, policy: decide.PolicyOf(m.Annotations)}
+	return &serviceImport{
+		objMeta: metaOf(m), headless: headless, ips: parseIPs(ips), ports: ports, strategy: s, policy: decide.PolicyOf(m.Annotations),
+		providerVIPs: providerVIPsOf(m.Annotations[api.AnnotationProviderVIPs]),
+	}
+}
+
+// providerVIPsOf reads api.AnnotationProviderVIPs: an address that does
+// not parse is left out, and a cluster left without one.
+func providerVIPsOf(v string) map[string][]net.IP {
+	var out map[string][]net.IP
+	for c, ips := range api.ParseProviderVIPs(v) {
+		if parsed := parseIPs(ips); len(parsed) > 0 {
+			if out == nil {
+				out = map[string][]net.IP{}
+			}
+			out[c] = parsed
+		}
+	}
+	return out
 }
 
 func betaPorts(ps []mcsv1b1.ServicePort) portList {
@@ -248,14 +269,16 @@ func newPort(name, protocol string, number int32) port {
 }
 
 // toSlice keeps what answers need of an EndpointSlice. An imported slice
-// whose source cluster is missing or not a DNS label gets no service, so the
-// index leaves it out: its endpoints would be named <host>.<cluster>.<svc>…,
+// whose source cluster is missing or not a DNS label, or that a provider
+// Service routes to, gets no service, so the index leaves it out: its endpoints would be named <host>.<cluster>.<svc>…,
 // which cannot be packed.
 func toSlice(s *discoveryv1.EndpointSlice, keepZones bool) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
 		out.imported, out.cluster = true, intern(s.Labels[mcsv1b1.LabelSourceCluster])
-		if len(validation.IsDNS1123Label(out.cluster)) == 0 {
+		// A provider Service's copy of an imported slice (api/providers.go)
+		// is left out too: its endpoints are the original's.
+		if len(validation.IsDNS1123Label(out.cluster)) == 0 && !api.IsProviderService(s.Labels[discoveryv1.LabelServiceName]) {
 			out.service = svc
 		}
 	} else {

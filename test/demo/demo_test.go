@@ -115,8 +115,14 @@ func TestDemo(t *testing.T) {
 	}{{"member2 at 1", res.ToMember3, res.ToMember3After, member3}, {"member3 at 0", res.ToMember1, res.ToMember1After, member1}, {"member2 at 2", res.TunedBack, res.TunedBackAfter, member2}} {
 		checkPodSwitch(t, sw.what, sw.replies, sw.after, sw.to)
 	}
-	if !slices.Equal(res.TunedVIP, derived) {
-		t.Errorf("step 8: member2's VIP coredns-mcs answered %v below the minimum, want derived-serve's %v", res.TunedVIP, derived)
+	if !slices.Equal(res.TunedVIP, res.Member3VIP) || len(res.Member3VIP) == 0 {
+		t.Errorf("step 8: member2's VIP coredns-mcs answered %v below the minimum, want member3's provider Service's %v", res.TunedVIP, res.Member3VIP)
+	}
+	for _, r := range res.TunedVIPReq {
+		checkReply(t, r, member3, res.Member3VIP)
+	}
+	if len(res.TunedVIPReq) < 3 {
+		t.Errorf("step 8: %d replies through member3's provider VIP, want a few", len(res.TunedVIPReq))
 	}
 }
 

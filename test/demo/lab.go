@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
@@ -187,7 +186,7 @@ func (c *clusters) converged(ctx context.Context, strategy api.Strategy, provide
 // of serve.
 func (c *clusters) importedIPs(ctx context.Context) ([]string, error) {
 	list, err := c.kube[member2].DiscoveryV1().EndpointSlices(namespace).List(ctx,
-		metav1.ListOptions{LabelSelector: mcsv1b1.LabelServiceName + "=" + svcName})
+		metav1.ListOptions{LabelSelector: api.ImportedSelector(svcName)})
 	if err != nil {
 		return nil, fmt.Errorf("member2: %w", err)
 	}

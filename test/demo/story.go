@@ -38,6 +38,8 @@ type Result struct {
 	ToMember3      []Reply
 	ToMember3After time.Duration
 	TunedVIP       []string // member2's VIP coredns-mcs below the minimum
+	Member3VIP     []string // the ClusterIPs of serve's provider Service of member3 in member2
+	TunedVIPReq    []Reply  // connections to TunedVIP, through kube-proxy
 	ToMember1      []Reply
 	ToMember1After time.Duration
 	TunedBack      []Reply
@@ -499,15 +501,15 @@ func (s *story) localFirstTuned(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.say("\nA VIP answer cannot follow an order: derived-serve's VIP spreads over every provider. The order")
-	s.say("needs answers of pod addresses, so a second coredns-mcs for member2, with answer endpoints, answers")
-	s.say("this step's client, which then connects to the pod address itself (port %d, serve's port: coredns-mcs", podPort)
+	s.say("\nTo show which pods answer, a second coredns-mcs for member2, with answer endpoints, answers this")
+	s.say("step's client, which then connects to the pod address itself (port %d, serve's port: coredns-mcs", podPort)
 	s.say("answers pod addresses only for pods that listen on the service's port, as only the VIP translates it):")
 	c, err := s.startCoreDNS(ctx, endpointsDNS, member2, "endpoints")
 	if err != nil {
 		return err
 	}
 	s.coredns[endpointsDNS] = c
+	vipVia := s.via
 	vipDNS := s.via.dns
 	s.via = resolver{dns: c.dns, port: podPort}
 	local, err := s.clusters.readyIPs(ctx, member2)
@@ -525,11 +527,24 @@ func (s *story) localFirstTuned(ctx context.Context) error {
 	if s.res.ToMember3, s.res.ToMember3After, err = s.scale(ctx, member2, 1, member3, nil); err != nil {
 		return err
 	}
-	s.say("\nmember2's own coredns-mcs (answer vip) applies the minimum too: derived-serve's VIP, not its own:")
+	s.say("\nmember2's own coredns-mcs (answer vip) follows the order too: derived-serve's VIP would spread over")
+	s.say("every provider, so for a service with an order mcs-controller makes a Service per listed provider")
+	s.say("(derived-0<hash>), and below the minimum coredns-mcs answers member3's, which kube-proxy routes to")
+	s.say("member3 alone:")
+	if s.res.Member3VIP, err = s.clusterIPs(ctx, member2, api.ProviderService(svcName, member3)); err != nil {
+		return err
+	}
 	if err := s.dig(ctx, vipDNS, nativeName); err != nil {
 		return err
 	}
 	if s.res.TunedVIP, err = lookup(ctx, vipDNS, nativeName); err != nil {
+		return err
+	}
+	endpointsVia := s.via
+	s.via = vipVia
+	s.res.TunedVIPReq = s.requests(ctx, nativeName, time.Second, 200*time.Millisecond)
+	s.via = endpointsVia
+	if err := allFrom(member3, s.res.TunedVIPReq); err != nil {
 		return err
 	}
 	s.say("\nmember3 scaled to 0: member1, next in the order:")

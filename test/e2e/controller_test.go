@@ -241,8 +241,9 @@ func TestLocalFirstThroughDNS(t *testing.T) {
 // LocalFirst's policy through DNS: foo runs in all three members, member2
 // consumes it with a minimum of 2 ready local endpoints and the failover
 // order member3, member1. With 3 local pods member2 answers its own; scaled
-// to 1 it answers member3's pod (and the VIP turns to derived-foo's), with
-// member3 scaled to 0 member1's, and back at 2 its own again. The API
+// to 1 it answers member3's pod (and the VIP turns to member3's provider
+// Service's), with member3 scaled to 0 member1's (and its provider VIP),
+// and back at 2 its own again. The API
 // server refuses a failover cluster that is not a provision cluster.
 func TestLocalFirstPolicyThroughDNS(t *testing.T) {
 	l := labtest.Get(t)
@@ -258,16 +259,18 @@ func TestLocalFirstPolicyThroughDNS(t *testing.T) {
 	l.Apply(t, labtest.Hub, mcs)
 
 	name := native("foo", ns)
-	local, derived := clusterIP(t, m2, ns, "foo"), clusterIP(t, m2, ns, api.DerivedPrefix+"foo")
+	local := clusterIP(t, m2, ns, "foo")
+	first, second := clusterIP(t, m2, ns, api.ProviderService("foo", m3)), clusterIP(t, m2, ns, api.ProviderService("foo", m1))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m2, ns, "foo", 3)...)))
 	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, local)))
 
 	l.Apply(t, m2, labtest.Deployment(ns, "foo", 1))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m3, ns, "foo", 1)...)))
-	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, derived)))
+	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, first)))
 
 	l.Apply(t, m3, labtest.Deployment(ns, "foo", 0))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m1, ns, "foo", 1)...)))
+	vip.expect(t, name, dns.TypeA, answer(vip.addrs(name, second)))
 
 	l.Apply(t, m2, labtest.Deployment(ns, "foo", 2))
 	endpoints.expectWithin(t, converge, name, dns.TypeA, answer(endpoints.addrs(name, readyIPs(t, m2, ns, "foo", 2)...)))
