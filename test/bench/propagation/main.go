@@ -50,6 +50,7 @@ type options struct {
 
 	services, endpoints, changes, workers int
 	ceilingServices                       int
+	orderServices                         int   // services given a failover order to measure what it costs
 	shards                                int   // replicas of the controller, one shard each
 	ceilingInFlight                       []int // the plain write loads, by services at once
 
@@ -75,6 +76,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.endpoints, "endpoints", 3, "ready endpoints per source slice; a change moves the first one to a new address")
 	flag.IntVar(&o.changes, "changes", 200, "single changes, one at a time, round-robin over the services")
 	flag.IntVar(&o.workers, "workers", 32, "concurrent API writes of the benchmark itself (objects and the burst)")
+	flag.IntVar(&o.orderServices, "order-services", 100, "services given LocalFirst with a failover order at the end, to count what their provider Services cost the consumer (0, or -headless: none)")
 	flag.IntVar(&o.ceilingServices, "ceiling-services", 500, "services of each plain write load that measures the consumer's API server's ceiling (0: none)")
 	flag.StringVar(&inFlight, "ceiling-in-flight", "1,16,64", "services written at once by the plain write loads, comma-separated")
 	flag.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "bound on the initial sync of every service")
@@ -111,6 +113,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("-join must be %s, with -consumers %s", allConsumers[1], consumerCluster)
 	case o.shards < 1 || o.shards > maxShards:
 		return fmt.Errorf("-shards must be in 1..%d", maxShards)
+	case o.orderServices < 0 || o.orderServices > o.services:
+		return fmt.Errorf("-order-services must be in 0..%d (-services)", o.services)
 	case o.ceilingServices < 0 || o.ceilingServices > maxServices:
 		return fmt.Errorf("-ceiling-services must be in 0..%d (the address plan)", maxServices)
 	case !slices.Equal(o.consumers, allConsumers[:1]) && !slices.Equal(o.consumers, allConsumers):
@@ -208,6 +212,11 @@ func measure(ctx context.Context, w *world, procs *processes, res *results) erro
 	}
 	if res.restart, err = b.restart(ctx); err != nil {
 		return fmt.Errorf("restart: %w", err)
+	}
+	if n := w.opts.orderServices; n > 0 && !w.opts.headless {
+		if res.order, err = b.orderCost(ctx, n); err != nil {
+			return fmt.Errorf("order: %w", err)
+		}
 	}
 	if w.opts.ceilingServices == 0 {
 		return nil

@@ -35,6 +35,7 @@ type results struct {
 	initialAPI           []apiPhase     // the API servers during the initial sync
 	initialCPU           []programCPU   // the machine's CPU during the initial sync, by program
 	ceiling              []ceilingLevel // the consumer's API server under plain write loads
+	order                *orderCost     // what a failover order costs the consumer
 	controllerErrors     []string       // error lines of the controller's log
 }
 
@@ -51,6 +52,7 @@ func (r *results) markdown() string {
 	r.latencyTable(&b)
 	r.scaleTable(&b)
 	r.writesTable(&b)
+	r.orderTable(&b)
 	r.timingsTable(&b)
 	r.apiTable(&b)
 	if n := len(r.controllerErrors); n > 0 {

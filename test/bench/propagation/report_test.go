@@ -97,6 +97,9 @@ func TestMarkdown(t *testing.T) {
 		rssBurst:         []int64{31<<20 + 1<<19},
 		rssDNS:           20 << 20,
 		controllerErrors: []string{"E1122 sync failed"},
+		order: &orderCost{services: 2, took: 4 * time.Second,
+			before: footprint{services: 2, slices: 2, rules: 100, elements: 10},
+			after:  footprint{services: 4, providerServices: 2, slices: 4, providerSlices: 2, rules: 110, elements: 16}},
 	}
 	got := r.markdown()
 	for _, want := range []string{
@@ -129,6 +132,12 @@ func TestMarkdown(t *testing.T) {
 		"- ceiling, 16 services at once: 4 writes (derived Service, ServiceImport, its status, slice per service) in 40ms, 100 per second; at most 0 mutating requests in flight; the API server used 0.0 s of CPU, 2.0 ms per write.",
 		"- the initial sync wrote into member2 at 1 per second: 0.01 of its ceiling (100 per second, 16 at once).",
 		"- the controller's CPU (process_cpu_seconds_total) during single changes: 0.0 s, 5.00 ms per change.",
+		"2 of the services given LocalFirst with `failoverOrder: [member1]`",
+		"were there, and kube-proxy settled, 4s after the orders were written.",
+		"| ClusterIP Services (ClusterIPs) | 2 | 4 | 1.00 |",
+		"| EndpointSlices | 2 | 4 | 1.00 |",
+		"| kube-proxy nftables rules | 100 | 110 | 5.00 |",
+		"| kube-proxy map and set elements | 10 | 16 | 3.00 |",
 		"Whole run: 1m0s.",
 	} {
 		if !strings.Contains(got, want) {
