@@ -84,6 +84,14 @@ func expectNative(m *memberState, now time.Time) expectation {
 	case decide.LocalVIP:
 		return expectation{addrs: ipv4(localVIPs), why: why}
 	case decide.SetVIP:
+		if a.FellBack {
+			// The provider Service of the first listed provider, once the
+			// controller gave it a VIP (plugin/mcs/README.md, failover order).
+			c := decide.FirstListed(fresh, stale, policy.Order, endpointCluster)
+			if vips := api.ParseProviderVIPs(m.imp.Annotations[api.AnnotationProviderVIPs])[c]; len(vips) > 0 {
+				return expectation{addrs: ipv4(vips), why: why + ", through " + c + "'s provider Service"}
+			}
+		}
 		return expectation{addrs: ipv4(m.imp.Spec.IPs), why: why}
 	case decide.Local:
 		chosen = local
@@ -95,7 +103,7 @@ func expectNative(m *memberState, now time.Time) expectation {
 		chosen = stale
 	}
 	if a.Failover {
-		chosen = decide.Preferred(chosen, policy.Order, func(e endpointAt) string { return e.cluster })
+		chosen = decide.Preferred(chosen, policy.Order, endpointCluster)
 	}
 	return expectation{addrs: addresses(chosen), why: why}
 }
@@ -307,3 +315,5 @@ func firstAddress(e discoveryv1.Endpoint) (string, bool) {
 	}
 	return e.Addresses[0], true
 }
+
+func endpointCluster(e endpointAt) string { return e.cluster }

@@ -623,6 +623,23 @@ func TestExpectNative(t *testing.T) {
 			endpointsMode(s)
 			s.import2.Annotations[api.AnnotationFailoverOrder] = "member9,member1"
 		}, "10.10.0.5 10.10.0.6"},
+		{"LocalFirst vip, order, none local: the first listed provider's own VIP", func(s *scene) {
+			toLocalFirst(s)
+			localPods(s)
+			s.import2.Annotations[api.AnnotationFailoverOrder] = "member9,member1"
+			s.import2.Annotations[api.AnnotationProviderVIPs] = "member1=10.13.0.77"
+		}, "10.13.0.77"},
+		{"LocalFirst vip, order, no provider VIP yet: the clusterset VIP", func(s *scene) {
+			toLocalFirst(s)
+			localPods(s)
+			s.import2.Annotations[api.AnnotationFailoverOrder] = "member9,member1"
+		}, "10.13.0.50"},
+		{"LocalFirst vip, enough local: the local VIP, whatever the order", func(s *scene) {
+			toLocalFirst(s)
+			localPods(s, "10.12.0.9")
+			s.import2.Annotations[api.AnnotationFailoverOrder] = "member1"
+			s.import2.Annotations[api.AnnotationProviderVIPs] = "member1=10.13.0.77"
+		}, "10.13.0.7"},
 		// The pods listen on 8080, the service's port is 80: no pod address answers it.
 		{"RemoteAndLocal endpoints, pods on another port: the VIP", func(s *scene) {
 			endpointsMode(s)

@@ -2,7 +2,6 @@ package mcs
 
 import (
 	"net"
-	"slices"
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/plugin/mcs/decide"
@@ -110,24 +109,13 @@ func readyCount(ss []*endpointSlice) int {
 
 func clusterOf(s *endpointSlice) string { return s.cluster }
 
-// providerVIP is the VIP of the first provider in the failover order that
-// has ready endpoints among s's remote ones (the fresh, else the stale:
-// what LocalFirst falls back to), once the controller has made its
-// provider Service: kube-proxy routes it to that provider alone. Nil
-// without an order, when no ordered provider has ready endpoints (the
-// clusterset VIP then spreads over the unlisted ones, as endpoint answers
-// do), or before that provider's Service has its VIP.
+// providerVIP is the VIP of the provider decide.FirstListed picks of s,
+// once the controller has made its provider Service: kube-proxy routes it
+// to that provider alone. Nil without an order, when no ordered provider
+// has ready endpoints, or before that provider's Service has its VIP.
 func (imp *serviceImport) providerVIP(s candidates) []net.IP {
 	if len(imp.providerVIPs) == 0 {
 		return nil
 	}
-	remote := s.fresh
-	if len(remote) == 0 {
-		remote = s.stale
-	}
-	p := decide.Preferred(remote, imp.policy.Order, clusterOf)
-	if len(p) == 0 || !slices.Contains(imp.policy.Order, p[0].cluster) {
-		return nil
-	}
-	return imp.providerVIPs[p[0].cluster]
+	return imp.providerVIPs[decide.FirstListed(s.fresh, s.stale, imp.policy.Order, clusterOf)]
 }

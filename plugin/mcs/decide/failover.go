@@ -36,3 +36,21 @@ func ofCluster[T any](ss []T, c string, cluster func(T) string) []T {
 	}
 	return ss[i:j]
 }
+
+// FirstListed is the provider whose own VIP (its provider Service's, with
+// answer vip) LocalFirst answers once it fell back to VIP_set: the first
+// cluster in order with an endpoint among the remote ones, the fresh (ss
+// of each sorted by cluster), else the stale. "" when none in order has
+// one: VIP_set then spreads over the clusters order does not name, as
+// Preferred's endpoints do.
+func FirstListed[T any](fresh, stale []T, order []string, cluster func(T) string) string {
+	remote := fresh
+	if len(remote) == 0 {
+		remote = stale
+	}
+	p := Preferred(remote, order, cluster)
+	if len(p) == 0 || !slices.Contains(order, cluster(p[0])) {
+		return ""
+	}
+	return cluster(p[0])
+}

@@ -47,3 +47,31 @@ func TestPreferred(t *testing.T) {
 		t.Errorf("no order: %s", got)
 	}
 }
+
+// FirstListed picks the first listed cluster with a remote endpoint, the
+// fresh before the stale, and none when only unlisted ones have any.
+func TestFirstListed(t *testing.T) {
+	fresh := []slice{{"c1", "a"}, {"c2", "a"}, {"c3", "a"}}
+	stale := []slice{{"c4", "a"}, {"c5", "a"}}
+	for _, tc := range []struct {
+		name         string
+		fresh, stale []slice
+		order        string
+		want         string
+	}{
+		{"the first listed fresh one", fresh, stale, "x,c3,c1", "c3"},
+		{"a listed stale one after every fresh one", fresh, stale, "c5,c2", "c2"},
+		{"only unlisted fresh ones: none, though a listed one is stale", fresh, stale, "c5", ""},
+		{"no fresh one: the first listed stale one", nil, stale, "c1,c5,c4", "c5"},
+		{"no order", fresh, stale, "", ""},
+		{"no endpoint at all", nil, nil, "c1", ""},
+	} {
+		var order []string
+		if tc.order != "" {
+			order = strings.Split(tc.order, ",")
+		}
+		if got := FirstListed(tc.fresh, tc.stale, order, clusterOf); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
