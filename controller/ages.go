@@ -43,6 +43,8 @@ type exportAges struct {
 	track      *tracker
 	perService *serviceStates
 	clock      clock.PassiveClock
+	// renames maps each member renamed in this run to its former name.
+	renames func() map[string]string
 }
 
 // watchAges makes the informer of the ages ConfigMaps. One someone else
@@ -60,7 +62,7 @@ func (c *Controller) watchAges() {
 		}))
 	c.hubFactories = append(c.hubFactories, f)
 	c.ages = &exportAges{informer: f.Core().V1().ConfigMaps().Informer(), hub: c.opts.HubKube, namespace: c.opts.Namespace,
-		track: c.track, perService: c.perService, clock: c.opts.Clock}
+		track: c.track, perService: c.perService, clock: c.opts.Clock, renames: c.renames}
 	_, _ = c.ages.informer.AddEventHandler(handler.Events(func(obj any, gone bool) {
 		o, ok := handler.Unwrap(obj).(metav1.Object)
 		if !ok {
@@ -133,10 +135,13 @@ func (a *exportAges) keep(ctx context.Context, in *desired.Input, plan *desired.
 	if plan.Import != nil {
 		providers = plan.Import.Clusters
 	}
-	now := a.clock.Now()
+	now, inherit := a.clock.Now(), a.inheritor(seen)
 	for _, p := range providers {
 		if _, ok := seen[p]; !ok {
 			seen[p] = now
+			if t, ok := inherit(p); ok {
+				seen[p] = t
+			}
 		}
 	}
 	maps.DeleteFunc(seen, func(cluster string, _ time.Time) bool {
@@ -201,11 +206,34 @@ func (a *exportAges) writeOne(verb string, cm *corev1.ConfigMap, write func() (*
 
 // ageMembers sets each member's FirstSeen in the sync's input.
 func (a *exportAges) ageMembers(in *desired.Input) {
-	for cluster, t := range a.firstSeenOf(in.Namespace, in.Name) {
-		if m, ok := in.Members[cluster]; ok {
+	seen := a.firstSeenOf(in.Namespace, in.Name)
+	inherit := a.inheritor(seen)
+	for cluster, m := range in.Members {
+		t, ok := seen[cluster]
+		if !ok {
+			t, ok = inherit(cluster)
+		}
+		if ok {
 			m.FirstSeen = t
 			in.Members[cluster] = m
 		}
+	}
+}
+
+// inheritor tells the age a member without one of its own has in seen:
+// that of the name it had before a rename (rename.go), as its export is
+// the same one; the renames are read once, at the first question.
+func (a *exportAges) inheritor(seen map[string]time.Time) func(cluster string) (time.Time, bool) {
+	var renames map[string]string
+	return func(cluster string) (time.Time, bool) {
+		if len(seen) == 0 {
+			return time.Time{}, false
+		}
+		if renames == nil {
+			renames = a.renames()
+		}
+		t, ok := seen[renames[cluster]]
+		return t, ok
 	}
 }
 

@@ -15,6 +15,25 @@ import "github.com/coredns-mcs/coredns-mcs/controller/members"
 // deleted but the old name's slices, replaced by the new name's in the
 // same sync.
 
+// renames maps each member renamed in this run to its former name: the
+// retiring member it succeeds, or, once that was let go, the one
+// retireCleaned noted.
+func (c *Controller) renames() map[string]string {
+	out := map[string]string{}
+	c.perMember.by.Range(func(name string, st *memberState) bool {
+		if from := st.renamedFrom.Load(); from != nil {
+			out[name] = *from
+		}
+		return true
+	})
+	for _, m := range c.opts.Members.List() {
+		if succ, _ := c.successor(m); succ != nil {
+			out[succ.Name] = m.Name
+		}
+	}
+	return out
+}
+
 // successor is, for a retiring member, the member registered under
 // another name that reaches the same cluster; pending while that cannot
 // be told yet: a member registered since has not been probed. A member

@@ -88,6 +88,44 @@ func TestRenameHandsTheClusterOver(t *testing.T) {
 	}
 }
 
+// A renamed provider keeps the age of its export: it is the same export.
+// Aged anew, it would be the newest, and a second provider whose Service
+// differs would take the import's definition over (the oldest export
+// wins) because of a rename.
+func TestRenameKeepsTheExportsAge(t *testing.T) {
+	f := newFixture(t, renameWorld(), fromSecrets(), renamedTo(m1, "member9"))
+	f.sync("demo/serve")
+	other := service("serve", false, t0)
+	other.Spec.Ports[0].Port = 81
+	f.change(m2, other, "create")
+	f.change(m2, slice("serve", "serve-2", 1, "10.2.0.1"), "create")
+	f.change(m2, export("serve", t0), "create")
+	f.sync("demo/serve")
+	first := f.agesOf("serve").Data[m1]
+	if first == "" {
+		t.Fatalf("no age of member1's export: %v", f.agesOf("serve").Data)
+	}
+
+	f.relabel(m1, "member9")
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		if err := f.c.sync(context.Background(), "demo/serve"); err != nil {
+			t.Logf("sync: %v", err)
+		}
+		f.c.retireCleaned()
+		return !registered(f, m1) && f.sliceExists(m3, "imported-member9-serve-1"), nil
+	})
+	if err != nil {
+		t.Fatal("the rename never completed")
+	}
+	f.sync("demo/serve")
+	if ages := f.agesOf("serve").Data; ages["member9"] != first || ages[m1] != "" {
+		t.Errorf("ages after the rename %v, want member9 at member1's %s, and member1 gone", ages, first)
+	}
+	if imp := f.importOf(m3, "serve"); len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Port != 80 {
+		t.Errorf("import ports after the rename %+v, want the renamed member's 80: its export is still the oldest", imp.Spec.Ports)
+	}
+}
+
 // renameWorld is joinedWorld with each member's identity.
 func renameWorld() world {
 	w := joinedWorld()

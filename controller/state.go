@@ -26,6 +26,9 @@ type memberState struct {
 	// endpoints are what its exports cost, guarded by the
 	// endpointBudgets' lock (endpointbudget.go).
 	endpoints *memberBudget
+	// renamedFrom is the name it succeeded in a rename, once that member
+	// was let go (rename.go): its exports keep that name's ages.
+	renamedFrom atomic.Pointer[string]
 }
 
 // memberStates holds a memberState by member name, made at its first use.

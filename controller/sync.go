@@ -52,7 +52,11 @@ func (c *Controller) retireCleaned() {
 		}
 		succ, pending := c.successor(m)
 		switch {
-		case succ != nil && succ.Synced(), succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
+		case succ != nil && succ.Synced():
+			from := m.Name
+			c.perMember.of(succ.Name).renamedFrom.Store(&from)
+			c.opts.Members.Retired(m.Name)
+		case succ == nil && !pending && !slices.ContainsFunc(m.ManagedKeys(), c.mineKey):
 			c.opts.Members.Retired(m.Name)
 		}
 	}
