@@ -269,15 +269,14 @@ func newPort(name, protocol string, number int32) port {
 }
 
 // toSlice keeps what answers need of an EndpointSlice. An imported slice
-// whose source cluster is missing or not a DNS label, or that a provider
-// Service routes to, gets no service, so the index leaves it out: its endpoints would be named <host>.<cluster>.<svc>…,
-// which cannot be packed.
+// gets no service, so the index leaves it out, when its source cluster is
+// missing or not a DNS label (its endpoints would be named
+// <host>.<cluster>.<svc>…, which cannot be packed), or when it is a
+// provider Service's copy (its endpoints are the original's).
 func toSlice(s *discoveryv1.EndpointSlice, keepZones bool) *endpointSlice {
 	out := &endpointSlice{objMeta: metaOf(&s.ObjectMeta)}
 	if svc, ok := s.Labels[mcsv1b1.LabelServiceName]; ok {
 		out.imported, out.cluster = true, intern(s.Labels[mcsv1b1.LabelSourceCluster])
-		// A provider Service's copy of an imported slice (api/providers.go)
-		// is left out too: its endpoints are the original's.
 		if len(validation.IsDNS1123Label(out.cluster)) == 0 && !api.IsProviderService(s.Labels[discoveryv1.LabelServiceName]) {
 			out.service = svc
 		}
