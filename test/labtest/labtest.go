@@ -52,7 +52,16 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// NoLab, set in a test process's environment, makes Main run its tests
+// without the lab: the process is one that a test started to run one unit
+// test of the package alone (hostilemember.Alone), and its parent holds
+// the lab.
+const NoLab = "LABTEST_NO_LAB"
+
 func run(m *testing.M) int {
+	if os.Getenv(NoLab) != "" {
+		return m.Run()
+	}
 	l, err := setUp()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "labtest: %v\n", err)

@@ -44,6 +44,7 @@ import (
 	mcsv1b1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/api/mcsapi"
+	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 )
 
 // Script answers r and returns true, or returns false to leave r to the
@@ -577,7 +578,7 @@ func Alone(t *testing.T) bool {
 		return true
 	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name())
+	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name(), labtest.NoLab+"=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s alone, in a process of its own:\n%s", t.Name(), out)
 	if err != nil {
