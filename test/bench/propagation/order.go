@@ -204,6 +204,6 @@ func (r *results) orderTable(b *strings.Builder) {
 	}
 	row("ClusterIP Services (ClusterIPs)", o.before.services, o.after.services)
 	row("EndpointSlices", o.before.slices, o.after.slices)
-	row("kube-proxy nftables rules", o.before.rules, o.after.rules)
+	row("kube-proxy nftables rules (a Service's one rule holds its endpoints in a map of its own)", o.before.rules, o.after.rules)
 	row("kube-proxy map and set elements", o.before.elements, o.after.elements)
 }

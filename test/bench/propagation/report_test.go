@@ -136,7 +136,7 @@ func TestMarkdown(t *testing.T) {
 		"were there, and kube-proxy settled, 4s after the orders were written.",
 		"| ClusterIP Services (ClusterIPs) | 2 | 4 | 1.00 |",
 		"| EndpointSlices | 2 | 4 | 1.00 |",
-		"| kube-proxy nftables rules | 100 | 110 | 5.00 |",
+		"| kube-proxy nftables rules (a Service's one rule holds its endpoints in a map of its own) | 100 | 110 | 5.00 |",
 		"| kube-proxy map and set elements | 10 | 16 | 3.00 |",
 		"Whole run: 1m0s.",
 	} {
