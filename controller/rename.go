@@ -1,6 +1,10 @@
 package controller
 
-import "github.com/coredns-mcs/coredns-mcs/controller/members"
+import (
+	"slices"
+
+	"github.com/coredns-mcs/coredns-mcs/controller/members"
+)
 
 // A member renamed (its Secret relabelled, as the README advises for a bad
 // name) is, for a while, two members that reach one API server: the old
@@ -17,16 +21,18 @@ import "github.com/coredns-mcs/coredns-mcs/controller/members"
 
 // renames maps each member renamed in this run to its former name: the
 // retiring member it succeeds, or, once that was let go, the one
-// retireCleaned noted.
+// retireCleaned noted, unless a member registers that name again: its
+// ages are then another cluster's.
 func (c *Controller) renames() map[string]string {
 	out := map[string]string{}
+	ms := c.opts.Members.List()
 	c.perMember.by.Range(func(name string, st *memberState) bool {
-		if from := st.renamedFrom.Load(); from != nil {
+		if from := st.renamedFrom.Load(); from != nil && !slices.ContainsFunc(ms, func(m *members.Member) bool { return m.Name == *from }) {
 			out[name] = *from
 		}
 		return true
 	})
-	for _, m := range c.opts.Members.List() {
+	for _, m := range ms {
 		if succ, _ := c.successor(m); succ != nil {
 			out[succ.Name] = m.Name
 		}
