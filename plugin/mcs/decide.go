@@ -48,7 +48,10 @@ func choose(v *view, mode answerMode, host bool, split func() candidates) (c cho
 		c.vips, c.ports = v.svc.ips, v.svc.ports
 	case decide.SetVIP:
 		c.vips, c.ports = v.imp.ips, v.imp.ports
-		if vips := v.imp.providerVIP(s); vips != nil && a.FellBack {
+		if !a.FellBack {
+			break // RemoteAndLocal's VIP_set, every query of it: no provider to pick
+		}
+		if vips := v.imp.providerVIP(s); vips != nil {
 			c.vips = vips
 		}
 	case decide.Local:
