@@ -188,3 +188,10 @@ func FuzzProtobufElements(f *testing.F) {
 		(&lengthFrames{}).next(frame, maxObjectBytes, func(int64, []byte) {})
 	})
 }
+
+// count is how many items a list holds, as the bounds count them.
+func (l *listItems) count(data []byte) int {
+	n := 0
+	l.each(data, func(int, int) bool { n++; return true })
+	return n
+}

@@ -370,7 +370,19 @@ func (b *boundedBody) readWhole() ([]byte, error) {
 // checkItems counts a list's items, and the values of each and of all,
 // with those of its pages before, before client-go decodes them.
 func (b *boundedBody) checkItems(data []byte) error {
-	b.listed.items += b.items.count(data)
+	// One pass counts the items and finds the first one past its bounds.
+	var over string
+	b.items.each(data, func(size, elements int) bool {
+		b.listed.items++
+		switch {
+		case over != "":
+		case size > maxObjectBytes:
+			over = tooLarge(maxObjectBytes)
+		case elements > maxElements:
+			over = tooManyElements(maxElements)
+		}
+		return true
+	})
 	b.listed.elements += b.items.elements(data)
 	if max := b.maxItems(); max > 0 && b.listed.items > max {
 		return b.answers.refuse(b.tooMany(max))
@@ -378,16 +390,6 @@ func (b *boundedBody) checkItems(data []byte) error {
 	if b.listed.elements > maxListElements {
 		return b.answers.refuse(b.refusal(tooManyElements(maxListElements)))
 	}
-	var over string
-	b.items.each(data, func(size, elements int) bool {
-		switch {
-		case size > maxObjectBytes:
-			over = tooLarge(maxObjectBytes)
-		case elements > maxElements:
-			over = tooManyElements(maxElements)
-		}
-		return over == ""
-	})
 	if over != "" {
 		return b.answers.refuse(fmt.Errorf("%s answered %s with a list of an object %s (decoded): refused, as no API server stores one", b.name, b.what, over))
 	}
@@ -687,12 +689,6 @@ func (l *listItems) next(data []byte) string {
 		}
 	})
 	return meta.Continue
-}
-
-func (l *listItems) count(data []byte) int {
-	n := 0
-	l.each(data, func(int, int) bool { n++; return true })
-	return n
 }
 
 // each calls item with the size and the values of each of the list's
