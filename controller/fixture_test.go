@@ -81,6 +81,9 @@ type fixture struct {
 	mu   sync.Mutex
 	log  map[string][]clienttesting.Action // writes by cluster, in order
 	down map[string]bool                   // members whose probes fail
+	// synced names the members whose controller was told they synced,
+	// since the controller started.
+	synced map[string]bool
 
 	noCRD atomic.Bool // the hub serves no MultiClusterService
 
@@ -262,6 +265,9 @@ func newFixture(t *testing.T, w world, opts ...option) *fixture {
 // mcs-controller does but with no workers: the tests call sync.
 func (f *fixture) start() {
 	t := f.t
+	f.mu.Lock()
+	f.synced = map[string]bool{}
+	f.mu.Unlock()
 	var ms []*members.Member
 	for _, name := range memberNames {
 		ms = append(ms, members.New(name, "fake "+name, f.kube[name], f.mcs[name]))
@@ -287,9 +293,15 @@ func (f *fixture) start() {
 	f.c.crdPoll = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	h := f.c.Handlers()
+	changed := h.Changed
+	h.Changed = func(name string) {
+		changed(name)
+		f.noteAnnounced(reg, name)
+	}
 	go func() {
 		defer close(done)
-		reg.Run(ctx, f.c.Handlers())
+		reg.Run(ctx, h)
 	}()
 	f.stop = func() {
 		cancel()
@@ -304,9 +316,31 @@ func (f *fixture) start() {
 	if ok, pending := reg.Settled(); !ok {
 		t.Fatalf("members not settled: %s", pending)
 	}
-	f.await("the informers of every healthy member watch", func() bool {
-		return !slices.ContainsFunc(reg.List(), func(m *members.Member) bool { return m.Healthy() && !f.informed.watching(m.Name) })
+	f.await("the informers of every healthy member watch, and its sync was told", func() bool {
+		return !slices.ContainsFunc(reg.List(), func(m *members.Member) bool {
+			return m.Healthy() && (!f.informed.watching(m.Name) || !f.announced(m.Name))
+		})
 	})
+}
+
+// noteAnnounced records that the controller was told of a change of
+// member name's that found it synced: what queues every service once the
+// member's informers have synced, which a test that counts what is queued
+// must see before it starts.
+func (f *fixture) noteAnnounced(reg *members.Registry, name string) {
+	for _, m := range reg.List() {
+		if m.Name == name && m.Synced() {
+			f.mu.Lock()
+			f.synced[name] = true
+			f.mu.Unlock()
+		}
+	}
+}
+
+func (f *fixture) announced(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.synced[name]
 }
 
 // selector is the registry's label selector: the shards' when the
