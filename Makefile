@@ -74,7 +74,8 @@ generate:
 	  --versioned-clientset-package $(CLIENT_PKG)/clientset/versioned --listers-package $(CLIENT_PKG)/listers \
 	  --output-dir api/client/informers --output-pkg $(CLIENT_PKG)/informers $(API_PKG)/v1alpha1
 
-# Unit tests first (no lab; promtool is built for them), govulncheck, then a short fuzz run of every fuzz target, then
+# Unit tests first (no lab; promtool is built for them; the plugin's stack depth test without the race detector,
+# which deepens every frame), govulncheck, then a short fuzz run of every fuzz target, then
 # everything that needs the lab, one package at a time so they share one lab.
 test: test-unit vulncheck test-fuzz test-lab
 
@@ -83,6 +84,7 @@ test-unit: promtool
 	$(GO) vet -tags lab ./...
 	cd test/lab && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^TestAnswerPathDepth$$' ./plugin/mcs
 	cd test/lab && $(GO) test -race -count=1 ./...
 
 test-fuzz:

@@ -101,14 +101,24 @@ func (m *MCS) clustersetService(q *query, v *view) (response, bool) {
 // with byPort, an _port._proto name; a port name that matches nothing is
 // reported with rcode NXDOMAIN.
 func (m *MCS) clustersetRecords(q *query, v *view, eps []*endpointSlice, name, protocol string, byPort bool) response {
+	qtype := q.state.QType()
+	if byPort || qtype != dns.TypeA && qtype != dns.TypeAAAA {
+		return m.clustersetSRV(q, v, eps, name, protocol, byPort)
+	}
+	if v.headless() {
+		return response{answer: addressesOf(q, eps, "", m.cfg.ttl)}
+	}
+	return response{answer: vipRecords(q.owner, qtype, v.imp.ips, m.cfg.ttl)}
+}
+
+// clustersetSRV is clustersetRecords for every type but A and AAAA, in a
+// frame of its own: an SRV set's is not under the address answers
+// (TestAnswerPathDepth).
+//
+//go:noinline
+func (m *MCS) clustersetSRV(q *query, v *view, eps []*endpointSlice, name, protocol string, byPort bool) response {
 	qtype, owner, ttl := q.state.QType(), q.owner, m.cfg.ttl
 	svcName := dnsutil.Join(v.imp.name(), v.imp.namespace(), "svc", q.zone)
-	if !byPort && (qtype == dns.TypeA || qtype == dns.TypeAAAA) {
-		if v.headless() {
-			return response{answer: endpointRecords(owner, qtype, eps, "", ttl, &budget{state: q.state})}
-		}
-		return response{answer: vipRecords(owner, qtype, v.imp.ips, ttl)}
-	}
 	set := newSRVSet(q, ttl)
 	if v.headless() {
 		set.endpointSRV(owner, eps, "", name, protocol, func(s *endpointSlice, e endpoint) string {

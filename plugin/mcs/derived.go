@@ -227,7 +227,7 @@ func (m *MCS) serveDerived(q *query, v *view) (dns.ResponseWriter, int, error) {
 	}
 	ss := v.imported()
 	if q.name.shape == shapeZonal {
-		ss = zonal(ss, q.name)
+		ss = zonal(ss, &q.name)
 	}
 	set.collect(ss)
 	if set.matched == 0 {

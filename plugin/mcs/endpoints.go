@@ -60,7 +60,7 @@ func (s *endpointSlice) all() iter.Seq[endpoint] {
 // zonal are the endpoints of ss a zonal name asks for, as the kubernetes
 // plugin chooses them: those in its topology zone; with prefer, every one
 // when none is.
-func zonal(ss []*endpointSlice, q qname) []*endpointSlice {
+func zonal(ss []*endpointSlice, q *qname) []*endpointSlice {
 	in := inZone(ss, q.topoZone)
 	if len(in) == 0 && q.prefer {
 		return ss

@@ -76,40 +76,57 @@ func keepOnStack(*[stackReserve]byte) {}
 // serve answers r: it returns the answer to send, or the writer through
 // which the next plugin must answer, or else the rcode for the server.
 func (m *MCS) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (pass dns.ResponseWriter, out *dns.Msg, rcode int, err error) {
-	if len(r.Question) == 0 {
+	var q query
+	derivedOnly, ok := m.parse(ctx, w, r, &q)
+	switch {
+	case !ok:
 		return w, nil, 0, nil
+	case derivedOnly:
+		pass, rcode, err = m.serveDerivedOnly(&q)
+	case q.zone == clustersetZone:
+		pass, rcode, err = m.serveClusterset(&q)
+	case isReverse(q.zone):
+		pass, rcode, err = m.serveReverse(&q)
+	default:
+		pass, rcode, err = m.serveNative(&q)
+	}
+	return pass, q.out, rcode, err
+}
+
+// parse fills q with r's question when it is in a zone of mcs's, or of
+// the kubernetes plugin's (derivedOnly). Its temporaries (the request,
+// the printed and lowered names) stay in its own frame, which is gone
+// before the answer is built: the deepest point of answering, where the
+// records are allocated, is that much nearer the top of a query's stack
+// (TestAnswerPathDepth).
+//
+//go:noinline
+func (m *MCS) parse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, q *query) (derivedOnly, ok bool) {
+	if len(r.Question) == 0 {
+		return false, false
 	}
 	state := request.Request{W: w, Req: r}
 	if state.QClass() != dns.ClassINET {
-		return w, nil, 0, nil
+		return false, false
 	}
 	// request.Request's Name and QName each print the name afresh (a scan
 	// for escapes); lowering the printed one gives the same as Name.
 	owner := state.QName()
 	name := strings.ToLower(owner)
-	zone, derivedOnly := m.matchZone(name), false
+	zone := m.matchZone(name)
 	if zone == "" {
 		// A forward zone of the kubernetes plugin that is not mcs's: only
 		// its derived names may be mcs's to answer (derived.go).
 		if zone, derivedOnly = matchZone(m.kube.zones, name), true; zone == "" {
-			return w, nil, 0, nil
+			return false, false
 		}
 	}
-	q := &query{ctx: ctx, state: state, owner: owner, lower: name, zone: zone, origZone: zone, name: parseName(name, zone)}
+	q.ctx, q.state, q.owner, q.lower, q.zone, q.origZone = ctx, state, owner, name, zone, zone
+	q.name = parseName(name, zone)
 	if len(q.owner) == len(name) {
 		q.origZone = q.owner[len(name)-len(zone):]
 	}
-	switch {
-	case derivedOnly:
-		pass, rcode, err = m.serveDerivedOnly(q)
-	case zone == clustersetZone:
-		pass, rcode, err = m.serveClusterset(q)
-	case isReverse(zone):
-		pass, rcode, err = m.serveReverse(q)
-	default:
-		pass, rcode, err = m.serveNative(q)
-	}
-	return pass, q.out, rcode, err
+	return derivedOnly, true
 }
 
 // answered is the result of a query mcs wrote the answer to.

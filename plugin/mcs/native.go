@@ -43,7 +43,7 @@ func (m *MCS) serveNative(q *query) (dns.ResponseWriter, int, error) {
 		if !v.headless() { // the kubernetes plugin's NXDOMAIN: a VIP has no zone
 			return w, 0, nil
 		}
-		c.slices = zonal(c.slices, q.name)
+		c.slices = zonal(c.slices, &q.name)
 	}
 	resp, ok := m.nativeAnswer(q, v, c, host)
 	if !ok {
@@ -97,11 +97,20 @@ func (m *MCS) nativeAnswer(q *query, v *view, c choice, host string) (response, 
 		if c.vips != nil {
 			return response{answer: vipRecords(owner, qtype, c.vips, ttl)}, true
 		}
-		return response{answer: endpointRecords(owner, qtype, c.slices, host, ttl, &budget{state: q.state})}, true
+		return response{answer: addressesOf(q, c.slices, host, ttl)}, true
 	case dns.TypeSRV:
 		return m.nativeSRV(q, v, c, host, false)
 	}
 	return nodata, true
+}
+
+// addressesOf is endpointRecords for q, with its budget: in a frame of
+// its own, so that the copy of the request a budget holds is not under
+// every other answer's records (TestAnswerPathDepth).
+//
+//go:noinline
+func addressesOf(q *query, ss []*endpointSlice, host string, ttl uint32) []dns.RR {
+	return endpointRecords(q.owner, q.state.QType(), ss, host, ttl, &budget{state: q.state})
 }
 
 // nativeSRV answers SRV: virtual IPs target the service name, endpoints
