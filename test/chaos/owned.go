@@ -26,7 +26,7 @@ import (
 // sends: mcs-controller/hub to the hub, mcs-controller/<member> to a member
 // (cmd/mcs-controller, controller/members). Every client of the lab holds
 // the one token, so the agent, not the user, tells the controller's
-// requests from the harness's (client-go's default, chaos.test/…).
+// requests from the harness's (labtest) and the control plane's.
 const controllerAgent = "mcs-controller/"
 
 // OwnedStats are the owned invariant's numbers.
@@ -39,9 +39,9 @@ type OwnedStats struct {
 	Lines int `json:"lines"`
 	// Creates: the controller's creates that took effect.
 	Creates int `json:"creates"`
-	// Writes: its updates, patches and deletes that took effect, each
-	// checked; Documented: those of them on objects it did not create that
-	// the docs say it writes, by what.
+	// Writes: its updates, patches and deletes that took or may have
+	// taken effect, each checked; Documented: those of them on objects it
+	// did not create that the docs say it writes, by what.
 	Writes     int            `json:"writes"`
 	Documented map[string]int `json:"documented"`
 }
@@ -82,9 +82,11 @@ func documentedWrite(cluster string, e auditv1.Event) (string, bool) {
 // by cluster: every update, patch or delete it made between from and to
 // targets an object whose last create was its own (across recreations:
 // the harness deletes the controller's objects, and the controller makes
-// them again), or is one the docs name. Only what took effect counts: a
-// write the API server refused (a conflict, a precondition) changed
-// nothing, and a create refused made nothing. start is the run's time 0.
+// them again), or is one the docs name. Only what took effect, or may
+// have, counts: a write the API server refused (4xx: a conflict, a
+// precondition, not found) changed nothing and a create refused made
+// nothing, but one it failed to answer (5xx: a timeout while etcd was
+// frozen) may have gone through. start is the run's time 0.
 func (r *Result) Owned(logs map[string][]auditv1.Event, clusters []string, from, start, to time.Time) {
 	st := &OwnedStats{From: from, To: to, Documented: map[string]int{}}
 	r.Ownership = st
@@ -108,7 +110,11 @@ func (r *Result) ownedIn(cluster string, events []auditv1.Event, st *OwnedStats,
 	slices.SortStableFunc(events, func(a, b auditv1.Event) int { return a.StageTimestamp.Time.Compare(b.StageTimestamp.Time) })
 	creator := map[object]string{} // the user agent of each object's last create
 	for _, e := range events {
-		if e.Stage != auditv1.StageResponseComplete || e.ObjectRef == nil || !tookEffect(e) {
+		if e.Stage != auditv1.StageResponseComplete || e.ObjectRef == nil || e.ResponseStatus == nil {
+			continue
+		}
+		effect := outcome(e.ResponseStatus.Code)
+		if effect == refused {
 			continue
 		}
 		o := e.ObjectRef
@@ -116,8 +122,13 @@ func (r *Result) ownedIn(cluster string, events []auditv1.Event, st *OwnedStats,
 		at := e.StageTimestamp.Time
 		checked := strings.HasPrefix(e.UserAgent, controllerAgent) && !at.Before(st.From) && !at.After(st.To)
 		if created(e) {
-			creator[k] = e.UserAgent
-			if checked {
+			// A create that may have gone through made the object only
+			// if no one is known to have: had it existed, it would
+			// have been refused.
+			if effect == tookEffect || creator[k] == "" {
+				creator[k] = e.UserAgent
+			}
+			if checked && effect == tookEffect {
 				st.Creates++
 			}
 			continue
@@ -138,14 +149,29 @@ func (r *Result) ownedIn(cluster string, events []auditv1.Event, st *OwnedStats,
 	}
 }
 
-// tookEffect: the API server answered the request with success.
-func tookEffect(e auditv1.Event) bool {
-	return e.ResponseStatus != nil && e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
+// effect is what a request did, as its answer's code says.
+type effect int
+
+const (
+	refused    effect = iota // 4xx (or no answer the log shows): nothing
+	tookEffect               // 2xx
+	mayHave                  // 5xx: the server failed to answer, the write may be in etcd
+)
+
+func outcome(code int32) effect {
+	switch {
+	case code >= 200 && code < 300:
+		return tookEffect
+	case code >= 500:
+		return mayHave
+	}
+	return refused
 }
 
-// created: e made an object, by a create or an update or apply that found
-// none (201); a create of a subresource (a token, a binding) makes none,
-// and one named by the server alone (generateName) is no one's to track.
+// created: e made an object, or may have: a create, or an update or apply
+// that found none (201); a create of a subresource (a token, a binding)
+// makes none, and one named by the server alone (generateName) is no
+// one's to track.
 func created(e auditv1.Event) bool {
 	if e.ObjectRef.Subresource != "" || e.ObjectRef.Name == "" {
 		return false

@@ -11,13 +11,13 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-// Agents as the audit logs have them: the controller's, and client-go's
-// default for the harness (the test binary) and kube-controller-manager.
+// Agents as the audit logs have them: the controller's, the harness's
+// (labtest's clients) and kube-controller-manager's.
 const (
 	ctlMember1 = "mcs-controller/member1"
 	ctlHub     = "mcs-controller/hub"
-	harness    = "chaos.test/v0.0.0 (linux/amd64) kubernetes/$Format"
-	kcm        = "kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/5b5d5e4/system:serviceaccount:kube-system:endpointslice-controller"
+	harness    = "labtest"
+	kcm        = "kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format/endpointslice-controller"
 )
 
 var t0 = time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
@@ -67,6 +67,10 @@ func TestOwnedAcrossRecreations(t *testing.T) {
 		auditLine(6, "create", ctlMember1, slice, "", "ns", "imported-member2-s00", 201),
 		auditLine(7, "delete", ctlMember1, slice, "", "ns", "imported-member2-s00", 200),
 		auditLine(8, "patch", kcm, slice, "", "ns", "s00-abcde", 200),
+		// A create that timed out while etcd was frozen, but went
+		// through: the update that follows is of the controller's own.
+		auditLine(9, "create", ctlMember1, "services", "", "ns", "derived-s00", 504),
+		auditLine(9.5, "update", ctlMember1, "services", "", "ns", "derived-s00", 200),
 		auditLine(-5, "update", ctlMember1, "services", "", "ns", "s00", 200),
 		auditLine(20, "update", ctlMember1, "services", "", "ns", "s00", 200),
 	)
@@ -75,8 +79,8 @@ func TestOwnedAcrossRecreations(t *testing.T) {
 	if len(r.Violations) != 0 {
 		t.Fatalf("violations %+v; want none", r.Violations)
 	}
-	if st := r.Ownership; st.Lines != 10 || st.Creates != 2 || st.Writes != 2 {
-		t.Fatalf("lines %d, creates %d, writes %d; want 10, 2 and 2", st.Lines, st.Creates, st.Writes)
+	if st := r.Ownership; st.Lines != 12 || st.Creates != 2 || st.Writes != 3 {
+		t.Fatalf("lines %d, creates %d, writes %d; want 12, 2 and 3", st.Lines, st.Creates, st.Writes)
 	}
 }
 
@@ -96,6 +100,10 @@ func TestOwnedViolations(t *testing.T) {
 		auditLine(8, "create", harness, "services", "", "ns", "derived-s03", 201),
 		auditLine(9, "create", ctlMember1, "services", "", "ns", "derived-s03", 409),
 		auditLine(10, "update", ctlMember1, "services", "", "ns", "derived-s03", 200),
+		// A create that timed out takes nothing someone else made; an
+		// update that timed out may have gone through.
+		auditLine(11, "create", ctlMember1, "services", "", "ns", "s00", 504),
+		auditLine(12, "update", ctlMember1, "services", "", "ns", "s00", 504),
 	)
 	var r Result
 	r.Owned(logs, []string{member1}, t0, t0, t0.Add(time.Minute))
@@ -104,18 +112,19 @@ func TestOwnedViolations(t *testing.T) {
 		"member1: update endpointslices.discovery.k8s.io ns/imported-member2-s01 by mcs-controller/member1 at 07:00:06.000000 (HTTP 200): made by " + harness,
 		"member1: delete serviceimports.multicluster.x-k8s.io ns/s02 by mcs-controller/member1 at 07:00:07.000000 (HTTP 200): no create of it in the audit log",
 		"member1: update services ns/derived-s03 by mcs-controller/member1 at 07:00:10.000000 (HTTP 200): made by " + harness,
+		"member1: update services ns/s00 by mcs-controller/member1 at 07:00:12.000000 (HTTP 504): made by " + harness,
 	}
 	if len(r.Violations) != len(want) {
 		t.Fatalf("violations %+v; want %d", r.Violations, len(want))
 	}
-	wantAt := []time.Duration{2 * time.Second, 6 * time.Second, 7 * time.Second, 10 * time.Second}
+	wantAt := []time.Duration{2 * time.Second, 6 * time.Second, 7 * time.Second, 10 * time.Second, 12 * time.Second}
 	for i, v := range r.Violations {
 		if v.Invariant != "owned" || v.Detail != want[i] || v.Consumer != member1 || v.At != wantAt[i] {
 			t.Errorf("violation %d: %+v; want owned in member1 at %s: %s", i, v, wantAt[i], want[i])
 		}
 	}
-	if r.Ownership.Creates != 1 || r.Ownership.Writes != 4 {
-		t.Errorf("creates %d, writes %d; want 1 (the refused one made nothing) and 4", r.Ownership.Creates, r.Ownership.Writes)
+	if r.Ownership.Creates != 1 || r.Ownership.Writes != 5 {
+		t.Errorf("creates %d, writes %d; want 1 (the refused one made nothing) and 5", r.Ownership.Creates, r.Ownership.Writes)
 	}
 }
 
