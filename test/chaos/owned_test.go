@@ -204,3 +204,41 @@ func TestReadAudit(t *testing.T) {
 		t.Fatalf("error %v; want one naming member2-audit.log:2", err)
 	}
 }
+
+// Lines recorded from member1's audit log in a run of seed 47: the
+// controller makes an imported slice, the harness's edit-owned overwrites
+// it and the controller writes it back; the harness makes a ServiceExport,
+// the controller writes its status, the harness withdraws it and makes it
+// again. Nothing is a violation; without the controller's create of the
+// slice, its update of it is one.
+func TestOwnedRecorded(t *testing.T) {
+	logs, err := ReadAudit(filepath.Join("testdata", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := logs[member1]
+	from, to := events[0].StageTimestamp.Time, events[len(events)-1].StageTimestamp.Time
+	var r Result
+	r.Owned(logs, []string{member1}, from, from, to)
+	want := map[string]int{"ServiceExport status": 2}
+	if len(r.Violations) != 0 || r.Ownership.Creates != 1 || r.Ownership.Writes != 3 || fmt.Sprint(r.Ownership.Documented) != fmt.Sprint(want) {
+		t.Fatalf("violations %+v, stats %+v; want none, 1 create, 3 writes, %v", r.Violations, r.Ownership, want)
+	}
+	var without []auditv1.Event
+	for _, e := range events {
+		if e.Verb != "create" {
+			without = append(without, e)
+		}
+	}
+	r = Result{}
+	r.Owned(map[string][]auditv1.Event{member1: without}, []string{member1}, from, from, to)
+	if len(r.Violations) != 1 {
+		t.Fatalf("violations %+v; want the controller's update of a slice it did not create", r.Violations)
+	}
+	for _, v := range r.Violations {
+		if !strings.Contains(v.Detail, "update endpointslices.discovery.k8s.io testchaos-seed-47-29958/imported-member1-s08-mx478 by mcs-controller/member1") ||
+			!strings.HasSuffix(v.Detail, "no create of it in the audit log") {
+			t.Errorf("violation %q", v.Detail)
+		}
+	}
+}
