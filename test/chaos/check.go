@@ -100,6 +100,9 @@ type Result struct {
 	Violations    []Violation    `json:"violations"`
 	FaultsApplied map[string]int `json:"faultsApplied"`
 	FaultsFailed  map[string]int `json:"faultsFailed"`
+	// Ownership: the owned invariant's numbers (owned.go); nil when no
+	// audit log was read.
+	Ownership *OwnedStats `json:"owned,omitempty"`
 }
 
 // Check computes the invariants of a run's history.

@@ -113,7 +113,7 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down | %d |\n", n)
 	}
 	fmt.Fprintf(&b, "| lean | %d writes other than Leases in the quiet last %s (memory not measured yet) | %d |\n", res.QuietWrites, res.QuietWindow, count["lean"])
-	b.WriteString("| owned | not checked yet (needs the API servers' audit logs) | - |\n")
+	b.WriteString(res.ownedRow(count["owned"]))
 	if len(res.Violations) > 0 {
 		b.WriteString("\n## Violations\n\n| at | invariant | service | consumer | what | last fault before |\n|---|---|---|---|---|---|\n")
 		for i, v := range res.Violations {

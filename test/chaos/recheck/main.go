@@ -2,7 +2,8 @@
 // of this tree, and prints its report: after the checker changed, or to
 // read a run with other windows. The alive and lean invariants need the
 // processes' exits, logs and metrics, which only the run has: it reuses the
-// recorded numbers.
+// recorded numbers. The owned invariant is checked again from the audit
+// logs the run copied.
 //
 //	go run ./test/chaos/recheck _output/chaos/<seed>-<time>
 package main
@@ -57,6 +58,14 @@ func recheck(dir string) error {
 		if v.Invariant == "alive" || v.Invariant == "lean" {
 			rep.Result.Violations = append(rep.Result.Violations, v)
 		}
+	}
+	if o := alive.Ownership; o != nil {
+		// The run copied the API servers' audit logs beside its report.
+		logs, err := chaos.ReadAudit(filepath.Join(dir, "audit"))
+		if err != nil {
+			return err
+		}
+		rep.Result.Owned(logs, rep.World.APIClusters, o.From, rep.Started, o.To)
 	}
 	fmt.Print(rep.Markdown())
 	return nil

@@ -151,7 +151,7 @@ func etcdArgs(l *lab, c cluster) []string {
 func apiserverArgs(l *lab, c cluster) []string {
 	dir := l.clusterDir(c)
 	pki := l.pkiDir()
-	return []string{
+	return append([]string{
 		"--etcd-servers=http://" + c.addr(etcdClientPort),
 		"--bind-address=" + c.ip,
 		"--advertise-address=" + c.ip,
@@ -178,7 +178,7 @@ func apiserverArgs(l *lab, c cluster) []string {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--runtime-config=" + strings.Join(disabledAPIs, ","),
-	}
+	}, l.auditArgs(c)...)
 }
 
 // disabledAPIs are API groups nothing in the lab uses; each one left out

@@ -32,6 +32,9 @@ func (l *lab) prepare() (credentials, error) {
 			return credentials{}, err
 		}
 	}
+	if err := l.writeAuditPolicy(); err != nil {
+		return credentials{}, err
+	}
 	ca, creds, err := l.writePKI()
 	if err != nil {
 		return credentials{}, err

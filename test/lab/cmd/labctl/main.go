@@ -29,7 +29,9 @@ const usage = `usage: labctl up|down|status|watch
        labctl stop|start|hold CLUSTER COMPONENT
 
   up      start the clusters hub, member1, member2 and member3, or show them
-          when they already run; kubeconfig in _output/lab/kubeconfig
+          when they already run; kubeconfig in _output/lab/kubeconfig.
+          LAB_AUDIT=1 in its environment: the API servers log every write
+          in _output/lab/logs/<cluster>-audit.log (README.md, Audit logs)
   down    stop every process of the lab and check that no port is left bound
   status  show whether each component of the lab is alive
   watch   stop the lab once standard input reaches end of file: the test
