@@ -94,7 +94,7 @@ func (r *Result) Owned(logs map[string][]auditv1.Event, clusters []string, from,
 		events, ok := logs[c]
 		if !ok {
 			r.Violations = append(r.Violations, Violation{Invariant: "owned", At: to.Sub(start), Consumer: c,
-				Detail: c + " has no audit log: the lab runs without them (stop it, and LAB_AUDIT=1 make lab-up, or let make chaos start it)"})
+				Detail: c + " has no audit log: the lab runs without them (started with LAB_AUDIT=0: make lab-down, then make lab-up or make chaos)"})
 			continue
 		}
 		st.Lines += len(events)

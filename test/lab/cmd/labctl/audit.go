@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// auditEnv, set to 1 in labctl up's environment, turns on the API servers'
-// audit logs: every write, one JSON line each, in
-// logs/<cluster>-audit.log. Off by default: the scale benchmarks write
-// objects by the ten thousand, and nothing but the chaos run reads them.
+// auditEnv, set to 0 in labctl up's environment, turns off the API
+// servers' audit logs: every write, one JSON line each, in
+// logs/<cluster>-audit.log. On by default: the chaos run reads them, and a
+// lab that make demo left running is the one make test's chaos run finds.
 const auditEnv = "LAB_AUDIT"
 
 // auditPolicyPath holds the policy while the lab has audit logs: its
@@ -30,13 +30,13 @@ func (l *lab) audited() bool {
 	return err == nil
 }
 
-// writeAuditPolicy writes the policy when labctl up's environment asks
-// for audit logs.
+// writeAuditPolicy writes the policy unless labctl up's environment
+// turns audit logs off.
 func (l *lab) writeAuditPolicy() error {
 	switch v := os.Getenv(auditEnv); v {
-	case "", "0":
+	case "0":
 		return nil
-	case "1":
+	case "", "1":
 	default:
 		return fmt.Errorf("%s=%q: want 1 (audit logs) or 0", auditEnv, v)
 	}
@@ -73,7 +73,9 @@ func auditPolicy() *auditv1.Policy {
 // auditArgs are the API server's audit flags when the lab has audit logs.
 // The log backend writes each line in the request's own handler as it
 // completes (blocking mode, the default), not from a buffer a stop would
-// lose; past 1 GiB a log is rotated to <cluster>-audit-<time>.log.
+// lose; past 1 GiB a log is rotated to <cluster>-audit-<time>.log, and one
+// rotated log is kept, so that a lab the scale benchmarks write into for
+// long holds at most 2 GiB of them a cluster.
 func (l *lab) auditArgs(c cluster) []string {
 	if !l.audited() {
 		return nil
@@ -83,5 +85,6 @@ func (l *lab) auditArgs(c cluster) []string {
 		"--audit-log-path=" + l.auditLogPath(c),
 		"--audit-log-format=json",
 		"--audit-log-maxsize=1024",
+		"--audit-log-maxbackup=1",
 	}
 }

@@ -9,17 +9,17 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// With LAB_AUDIT=1, labctl up's API servers log every write as kube-apiserver
+// By default (and with LAB_AUDIT=1), labctl up's API servers log every write as kube-apiserver
 // reads the policy: a write at Metadata level once complete, and nothing of
 // reads, Leases or Events. The policy file outlives labctl up's
 // environment, so an API server started again logs as before.
 func TestAuditPolicyLogsWrites(t *testing.T) {
-	t.Setenv(auditEnv, "1")
+	t.Setenv(auditEnv, "")
 	l := newTestLab(t)
 	if _, err := l.prepare(); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(auditEnv, "")
+	t.Setenv(auditEnv, "0")
 	hub := clusterNamed(t, "hub")
 	args := apiserverArgs(l, hub)
 	for _, want := range []string{"--audit-policy-file=" + l.auditPolicyPath(), "--audit-log-path=" + l.auditLogPath(hub)} {
@@ -58,16 +58,16 @@ func TestAuditPolicyLogsWrites(t *testing.T) {
 	}
 }
 
-// By default the lab has no audit logs, and a value LAB_AUDIT does not
+// LAB_AUDIT=0 turns the audit logs off, and a value LAB_AUDIT does not
 // know is refused with its name.
-func TestAuditOffByDefault(t *testing.T) {
-	t.Setenv(auditEnv, "")
+func TestAuditOff(t *testing.T) {
+	t.Setenv(auditEnv, "0")
 	l := newTestLab(t)
 	if _, err := l.prepare(); err != nil {
 		t.Fatal(err)
 	}
 	if l.audited() || len(l.auditArgs(clusterNamed(t, "member1"))) > 0 {
-		t.Fatalf("audit logs on without %s", auditEnv)
+		t.Fatalf("audit logs on with %s=0", auditEnv)
 	}
 	t.Setenv(auditEnv, "yes")
 	if _, err := newTestLab(t).prepare(); err == nil {

@@ -30,8 +30,9 @@ const usage = `usage: labctl up|down|status|watch
 
   up      start the clusters hub, member1, member2 and member3, or show them
           when they already run; kubeconfig in _output/lab/kubeconfig.
-          LAB_AUDIT=1 in its environment: the API servers log every write
-          in _output/lab/logs/<cluster>-audit.log (README.md, Audit logs)
+          The API servers log every write in
+          _output/lab/logs/<cluster>-audit.log, unless LAB_AUDIT=0 is in
+          its environment (README.md, Audit logs)
   down    stop every process of the lab and check that no port is left bound
   status  show whether each component of the lab is alive
   watch   stop the lab once standard input reaches end of file: the test
