@@ -100,6 +100,9 @@ type Result struct {
 	Violations    []Violation    `json:"violations"`
 	FaultsApplied map[string]int `json:"faultsApplied"`
 	FaultsFailed  map[string]int `json:"faultsFailed"`
+
+	// Memory: each component's peak RSS against its limit (memory.go).
+	Memory map[string]MemStats `json:"memory,omitempty"`
 }
 
 // Check computes the invariants of a run's history.
