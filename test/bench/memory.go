@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/process"
 )
 
 // RSS samples: once a process is ready and -settle has passed, rssSamples
@@ -136,35 +134,13 @@ func sampleMemory(ctx context.Context, o options, procs []*server, res memoryRes
 }
 
 func (m *memoryReading) sample(s *server) error {
-	st, err := procStatus(s.Pid())
+	st, err := process.StatusKB(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name(), err)
 	}
 	m.rss = max(m.rss, st["VmRSS"])
 	m.hwm = st["VmHWM"]
 	return nil
-}
-
-// procStatus reads the kB fields of /proc/PID/status, in bytes.
-func procStatus(pid int) (map[string]int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		num, unit, _ := strings.Cut(strings.TrimSpace(val), " ")
-		if !ok || unit != "kB" {
-			continue
-		}
-		if n, err := strconv.ParseInt(num, 10, 64); err == nil {
-			out[key] = n << 10
-		}
-	}
-	return out, sc.Err()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

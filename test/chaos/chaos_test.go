@@ -71,11 +71,9 @@ var limits = Limits{Settle: 5 * time.Second, Grace: 15 * time.Second, Converge: 
 // lists it, so that no reader takes the numbers for more than they are.
 var missing = []string{
 	"connections through kube-proxy: probes resolve names, they do not connect",
-	"member3's coredns-mcs runs as a process beside the lab (no deploy/overlays/member3), and is never killed",
 	"partition refuses and cuts the controllers' connections to a member (a proxy before its API server), it does not drop packets (nftables); CoreDNS's connections are not cut",
 	"faults not injected yet: token revoke + kubectl mcs join, unjoin/join (the run registers members by --clusters-kubeconfig, not Secrets)",
 	"workload not yet varied: provision lists, MultiClusterServices deleted and made again; one controller shard",
-	"lean: memory is not measured (writes are: none but Leases' once quiet)",
 }
 
 func config(t *testing.T) Config {
@@ -139,6 +137,7 @@ func chaos(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 	r := setUp(t, l, w)
+	shipped := memLimits(t, l, w)
 	r.waitConverged(t, 3*time.Minute)
 
 	started = time.Now()
@@ -150,6 +149,7 @@ func chaos(t *testing.T, cfg Config) {
 		bg.Go(func() { r.probeLoop(ctx, c) })
 	}
 	bg.Go(func() { r.supervise(ctx) })
+	bg.Go(func() { r.memLoop(ctx) })
 
 	var acts sync.WaitGroup
 	for _, e := range schedule {
@@ -172,8 +172,12 @@ func chaos(t *testing.T, cfg Config) {
 	res := Check(w, limits, r.samples, r.probes, r.applied, r.exits, panics)
 	res.Lean(before, after, window, cfg.Duration)
 	res.Owned(auditLogs(t, l, w.APIClusters, dir), w.APIClusters, from, started, to)
+	res.LeanMemory(r.mem, shipped, cfg.Duration)
 	rep := Report{Config: cfg, Limits: limits, World: w, Started: started, Ran: time.Since(started), Result: res, Missing: missing, Schedule: schedule}
 	if err := rep.Write(dir, r.applied, r.probes, r.samples); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeLines(filepath.Join(dir, "memory.jsonl"), r.mem); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("chaos: report in %s\n%s", dir, rep.Markdown())
@@ -200,6 +204,7 @@ type run struct {
 	ctlArgs []string
 	ctlBin  string
 	dnsAddr map[string]string            // consumer -> its cluster DNS
+	procDNS *labtest.MemberDNS           // member3's coredns-mcs, a process beside the lab
 	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
 
 	// servers holds a cluster while a server fault is under way there, its
@@ -216,6 +221,7 @@ type run struct {
 	applied  []Applied
 	exits    []Exit
 	logs     []string
+	mem      []MemSample
 }
 
 type replica struct {
@@ -255,7 +261,8 @@ func setUp(t *testing.T, l *labtest.Lab, w World) *run {
 	for _, c := range w.PodDNS {
 		r.dnsAddr[c] = net.JoinHostPort(l.DNSServiceIP(t, c), "53")
 	}
-	r.dnsAddr[member3] = labtest.StartMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), member3, time.Minute)
+	r.procDNS = labtest.RunMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), member3, time.Minute)
+	r.dnsAddr[member3], r.logs = r.procDNS.Addr, append(r.logs, r.procDNS.Log())
 	r.ctlBin = l.Binary(t, "mcs-controller")
 	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", r.proxiedMembers(t),
 		"--namespace", own, "--watch-namespaces", ns}, controllerTiming...)
@@ -712,8 +719,17 @@ func leads(metrics string) bool {
 	return false
 }
 
-// killCoreDNS deletes the first CoreDNS pod of c at once, as a node lost.
+// killCoreDNS deletes the first CoreDNS pod of c at once, as a node lost;
+// member3's coredns-mcs, a process, it SIGKILLs and starts again, as a
+// kubelet restarts a container that died.
 func (r *run) killCoreDNS(ctx context.Context, c string) error {
+	if !slices.Contains(r.w.PodDNS, c) {
+		err := r.procDNS.Restart(r.t, time.Minute)
+		r.mu.Lock()
+		r.logs = append(r.logs, r.procDNS.Log())
+		r.mu.Unlock()
+		return err
+	}
 	pods, err := r.l.Client(r.t, c).CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
 	if err != nil {
 		return err

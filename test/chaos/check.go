@@ -103,6 +103,9 @@ type Result struct {
 	// Ownership: the owned invariant's numbers (owned.go); nil when no
 	// audit log was read.
 	Ownership *OwnedStats `json:"owned,omitempty"`
+
+	// Memory: each component's peak RSS against its limit (memory.go).
+	Memory map[string]MemStats `json:"memory,omitempty"`
 }
 
 // Check computes the invariants of a run's history.

@@ -112,8 +112,9 @@ func (r Report) Markdown() string {
 	if n := count["harness"]; n > 0 {
 		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down | %d |\n", n)
 	}
-	fmt.Fprintf(&b, "| lean | %d writes other than Leases in the quiet last %s (memory not measured yet) | %d |\n", res.QuietWrites, res.QuietWindow, count["lean"])
+	fmt.Fprintf(&b, "| lean | %d writes other than Leases in the quiet last %s; memory below | %d |\n", res.QuietWrites, res.QuietWindow, count["lean"])
 	b.WriteString(res.ownedRow(count["owned"]))
+	b.WriteString("\n" + memoryTable(res.Memory))
 	if len(res.Violations) > 0 {
 		b.WriteString("\n## Violations\n\n| at | invariant | service | consumer | what | last fault before |\n|---|---|---|---|---|---|\n")
 		for i, v := range res.Violations {

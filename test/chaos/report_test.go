@@ -18,7 +18,7 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"seed 47", "SEED=47 DURATION=5m0s", "| kill-coredns | 1 | 0 | 1 | 0.0 / 0.0 | 1, 1.5 / 1.5 / 1.5 | 0 | 0 |", "| stop-etcd | 0 | 0 | 0 | 0.0 / 0.0 | 0 | 0 | 0 |",
 		"| available | 10 probes, 8 the model said must answer, 2 misses (1 in a fault's window) | 1 |",
-		"| lean | 2 writes other than Leases in the quiet last 10s (memory not measured yet) | 0 |",
+		"| lean | 2 writes other than Leases in the quiet last 10s; memory below | 0 |",
 		"| 12s | available | s | member2 | native name: 0 answers | kill-coredns member2 at 1s |", "- owned",
 	} {
 		if !strings.Contains(md, want) {

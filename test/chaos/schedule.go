@@ -27,7 +27,7 @@ const (
 	StopEtcd     = "stop-etcd"        // stop Cluster's etcd, start it after For
 	Partition    = "partition"        // the controllers' connections to member Cluster's API server refused and cut for For
 	KillLeader   = "kill-leader"      // SIGKILL the leading controller replica; a new one starts at once
-	KillCoreDNS  = "kill-coredns"     // delete a CoreDNS pod of Cluster at once (grace 0)
+	KillCoreDNS  = "kill-coredns"     // delete a CoreDNS pod of Cluster at once (grace 0); member3's process SIGKILLed and started again
 	DeleteOwned  = "delete-owned"     // delete what the controller wrote for Service in Cluster
 	EditOwned    = "edit-owned"       // overwrite the addresses of an imported slice of Service in Cluster
 )
@@ -170,7 +170,8 @@ func faultEvent(rng *rand.Rand, w World, kinds []string, at, end time.Duration) 
 		e.Cluster = members[rng.IntN(len(members))]
 		e.For = min(minFault+time.Duration(rng.Int64N(int64(maxFault-minFault))), end-at)
 	case KillCoreDNS:
-		e.Cluster = w.PodDNS[rng.IntN(len(w.PodDNS))]
+		// Every member's CoreDNS: member3's process as well as the pods.
+		e.Cluster = members[rng.IntN(len(members))]
 	case DeleteOwned, EditOwned:
 		s := w.Services[rng.IntN(len(w.Services))]
 		e.Service = s.Name

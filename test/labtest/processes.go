@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,19 +72,80 @@ const memberCorefile = `cluster.local:%[1]d clusterset.local:%[1]d {
 // returns its DNS address; it stops when the test ends.
 func StartMemberDNS(t testing.TB, binary, kubeconfig, member string, timeout time.Duration) string {
 	t.Helper()
+	return RunMemberDNS(t, binary, kubeconfig, member, timeout).Addr
+}
+
+// MemberDNS is a coredns-mcs process serving as a member's CoreDNS.
+type MemberDNS struct {
+	Addr     string // its DNS address
+	cfg      process.Config
+	readyURL string
+
+	restart sync.Mutex // one Restart at a time
+	mu      sync.Mutex
+	p       *process.Process
+	starts  int
+}
+
+// RunMemberDNS is StartMemberDNS, returning the process for a test that
+// needs it: to read its memory, to kill it and start it again.
+func RunMemberDNS(t testing.TB, binary, kubeconfig, member string, timeout time.Duration) *MemberDNS {
+	t.Helper()
 	dir := t.TempDir()
+	d := &MemberDNS{}
 	p, ports, err := process.StartCoreDNSOnFreePorts(t.Context(), 2, timeout, func(ports []int) (process.Config, string, error) {
 		corefile := filepath.Join(dir, "Corefile")
 		err := os.WriteFile(corefile, fmt.Appendf(nil, memberCorefile, ports[0], ports[1], kubeconfig, member), 0o644)
-		return process.CoreDNS("coredns-mcs "+member, binary, corefile, filepath.Join(dir, "coredns.log")), fmt.Sprintf("127.0.0.1:%d", ports[0]), err
+		d.cfg = process.CoreDNS("coredns-mcs "+member, binary, corefile, filepath.Join(dir, "coredns.log"))
+		return d.cfg, fmt.Sprintf("127.0.0.1:%d", ports[0]), err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.StopAtCleanup(t)
-	dnsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	if err := p.WaitFor(t.Context(), timeout, process.CoreDNSReady(dnsAddr, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]))); err != nil {
+	d.p, d.Addr, d.readyURL = p, fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1])
+	if err := p.WaitFor(t.Context(), timeout, process.CoreDNSReady(d.Addr, d.readyURL)); err != nil {
 		t.Fatal(err)
 	}
-	return dnsAddr
+	return d
+}
+
+// Pid is the process id of the one running now.
+func (d *MemberDNS) Pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.p.Pid()
+}
+
+// Log is the log file of the one running now.
+func (d *MemberDNS) Log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.p.Log()
+}
+
+// Restart SIGKILLs the process, as a crash or an OOM kill ends a
+// container, and starts it again at once on the same ports, as a kubelet
+// restarts one, then waits up to timeout until it is ready. The new one
+// logs to a file of its own beside the first (coredns-<n>.log), so that
+// the killed one's log stays.
+func (d *MemberDNS) Restart(t testing.TB, timeout time.Duration) error {
+	d.restart.Lock()
+	defer d.restart.Unlock()
+	d.mu.Lock()
+	old := d.p
+	d.starts++
+	cfg := d.cfg
+	cfg.Log = strings.TrimSuffix(cfg.Log, ".log") + fmt.Sprintf("-%d.log", d.starts)
+	d.mu.Unlock()
+	old.Kill()
+	p, err := process.Start(cfg)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.p = p
+	d.mu.Unlock()
+	p.StopAtCleanup(t)
+	return p.WaitFor(t.Context(), timeout, process.CoreDNSReady(d.Addr, d.readyURL))
 }

@@ -1,9 +1,9 @@
 // Command recheck checks a recorded chaos run again, with the invariants
 // of this tree, and prints its report: after the checker changed, or to
 // read a run with other windows. The alive and lean invariants need the
-// processes' exits, logs and metrics, which only the run has: it reuses the
-// recorded numbers. The owned invariant is checked again from the audit
-// logs the run copied.
+// processes' exits, logs, metrics and memory, which only the run has: it
+// reuses the recorded numbers. The owned invariant is checked again from
+// the audit logs the run copied.
 //
 //	go run ./test/chaos/recheck _output/chaos/<seed>-<time>
 package main
@@ -54,6 +54,7 @@ func recheck(dir string) error {
 	rep.Result = chaos.Check(rep.World, rep.Limits, samples, probes, applied, nil, alive.Panics)
 	rep.Result.Injected, rep.Result.LostLead, rep.Result.NotInjected = alive.Injected, alive.LostLead, alive.NotInjected
 	rep.Result.QuietWrites, rep.Result.QuietWindow = alive.QuietWrites, alive.QuietWindow
+	rep.Result.Memory = alive.Memory
 	for _, v := range alive.Violations {
 		if v.Invariant == "alive" || v.Invariant == "lean" {
 			rep.Result.Violations = append(rep.Result.Violations, v)
