@@ -180,24 +180,9 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	mine := &outcome{begin: sync.OnceFunc(func() { writing <- m.Name })}
 	st := f.perMember.of(m.Name)
 	began := f.clock.Now()
-	var state atomic.Int32 // flying, late or landed: whichever comes first of the last two counts
-	overdue, ended := f.clock.NewTimer(memberLate), make(chan struct{})
-	go func() {
-		select {
-		case <-overdue.C():
-			if state.CompareAndSwap(flying, late) {
-				st.late.Add(1)
-				f.requeue(fl.key)
-			}
-		case <-ended:
-		}
-	}()
+	landed := f.countLate(fl, st)
 	guarded(fl, m, fn, mine)
-	close(ended)
-	overdue.Stop()
-	if !state.CompareAndSwap(flying, landed) {
-		st.late.Add(-1)
-	}
+	landed()
 	switch {
 	case f.clock.Since(began) > f.wait:
 		st.slow.Store(true)
@@ -214,11 +199,36 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	landings <- landing{m.Name, mine}
 }
 
-// The states of a flight (fly).
+// countLate counts a flight in its member's late ones once it has been
+// under way for memberLate, and queues its service, whose conditions then
+// say so; landed counts it out.
+func (f *fanout) countLate(fl flight, st *memberState) (landed func()) {
+	var state atomic.Int32 // in flight, then overdue or landed, whichever comes first
+	overdue, ended := f.clock.NewTimer(memberLate), make(chan struct{})
+	go func() {
+		select {
+		case <-overdue.C():
+			if state.CompareAndSwap(inFlight, overdueFlight) {
+				st.late.Add(1)
+				f.requeue(fl.key)
+			}
+		case <-ended:
+		}
+	}()
+	return func() {
+		close(ended)
+		overdue.Stop()
+		if !state.CompareAndSwap(inFlight, landedFlight) {
+			st.late.Add(-1)
+		}
+	}
+}
+
+// The states of a flight (countLate).
 const (
-	flying int32 = iota
-	late
-	landed
+	inFlight int32 = iota
+	overdueFlight
+	landedFlight
 )
 
 // guarded runs fn, and turns a panic in it into a failure of the
