@@ -99,7 +99,7 @@ func TestInitialSyncWritesTheHubFloor(t *testing.T) {
 
 // flying reports whether any member's writes are under way.
 func flying(f *fixture) bool {
-	any := false
-	f.c.fan.flights.Range(func(flight, bool) bool { any = true; return false })
-	return any
+	busy := false
+	f.c.fan.flights.Range(func(flight, bool) bool { busy = true; return false })
+	return busy
 }
