@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,19 +22,31 @@ import (
 // server answers its probe but not its writes) is slow: its writes go on
 // by themselves, within applyTimeout, and the service is synced again once
 // they end, with what they did. Until one of its writes ends within
-// memberWait again, no sync waits for it at all, and none writes a service
-// into it while its writes for that service are still under way: the
-// other members' changes go through as if it were not there. Nor does a
+// memberWait again, no sync waits for its writes at all, and none writes a
+// service into it while its writes for that service are still under way:
+// the other members' changes go through as if it were not there. A sync
+// with nothing to write there still waits for that finding, which takes no
+// write: it reports what it found, not what others' writes do. Nor does a
 // sync wait for a member once a provider's slices of the service changed
 // again: the queue holds the change until the sync of the key ends, so the
 // wait would hold it back from every other member.
 const memberWait = time.Second
 
+// memberLate is how long a member's writes of one service are under way
+// before the conditions of the services it is written for say it is slow
+// (MemberSlow), until no write of it is under way that long. A member
+// busy with an initial sync takes more than memberWait for many services'
+// writes, each answered: an alarm on every one of them, and back, would
+// be two status writes and two Events per service on the hub, saying
+// nothing that stays true. Well below applyTimeout, so that a member that
+// hangs is reported while its writes go on.
+const memberLate = 5 * time.Second
+
 // fanout writes a sync's plan into its members at once, each member's
 // writes a flight of their own, and notes which members are slow and what
 // each sync under way read (see memberWait).
 type fanout struct {
-	perMember *memberStates // whether each is slow
+	perMember *memberStates // whether each is slow, and late
 	wait      time.Duration // memberWait, but for tests
 	clock     clock.WithTicker
 	requeue   func(key string)
@@ -65,7 +78,11 @@ type landing struct {
 // anew and reports what it finds.
 func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*members.Member, *outcome)) {
 	landings := make(chan landing, len(ms))
+	writing := make(chan string, len(ms))
 	waiting := map[string]bool{}
+	// untilWrite are the slow members among them: waited for until their
+	// writes begin, if they have any.
+	untilWrite := map[string]bool{}
 	late := 0
 	for _, m := range ms {
 		fl := flight{m.Name, key}
@@ -78,13 +95,9 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			f.notWaited(out, m.Name)
 			continue
 		}
-		go f.fly(fl, m, fn, landings)
-		if f.slow(m.Name) {
-			f.notWaited(out, m.Name)
-			late++
-			continue
-		}
+		go f.fly(fl, m, fn, landings, writing)
 		waiting[m.Name] = true
+		untilWrite[m.Name] = f.slow(m.Name)
 	}
 	timer := f.clock.NewTimer(f.wait)
 	defer timer.Stop()
@@ -97,12 +110,18 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 			f.waitsFor(key, waiting)
 		}
 		select {
-		case <-changed: // a source changed: not known slow, but not waited for
+		case <-changed: // a source changed: not waited for
 			for cluster := range waiting {
-				out.wait(cluster, "")
+				f.notWaited(out, cluster)
 			}
 			late += len(waiting)
 			waiting = nil
+		case cluster := <-writing:
+			if waiting[cluster] && untilWrite[cluster] {
+				delete(waiting, cluster)
+				f.notWaited(out, cluster)
+				late++
+			}
 		case l := <-landings:
 			if waiting[l.cluster] {
 				delete(waiting, l.cluster)
@@ -132,11 +151,12 @@ func (f *fanout) run(key string, ms []*members.Member, out *outcome, fn func(*me
 }
 
 // notWaited notes in out a member whose writes the sync does not wait
-// for, and whether that is because the member is slow.
+// for, and whether that is because the member is slow: some of its writes
+// have been under way longer than memberLate.
 func (f *fanout) notWaited(out *outcome, cluster string) {
 	why := ""
-	if f.slow(cluster) {
-		why = fmt.Sprintf("%s is slow: its API server took more than %s to write; the writes go on (for %s at most), and the service is synced again when they end", cluster, f.wait, applyTimeout)
+	if st, ok := f.perMember.get(cluster); ok && st.late.Load() > 0 {
+		why = fmt.Sprintf("%s is slow: its API server has had writes under way for more than %s; they go on (for %s at most), and the service is synced again when they end", cluster, memberLate, applyTimeout)
 	}
 	out.wait(cluster, why)
 }
@@ -152,21 +172,25 @@ func dropLate(key string, l landing) {
 // is once its writes take longer than the wait, and stays so until one of
 // its writes is answered within it, or none is under way any more. Writes
 // that wrote nothing (nothing differed there) while others of the member
-// hang say nothing of it.
-func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing) {
-	mine := &outcome{}
+// hang say nothing of it. Writes under way longer than memberLate count
+// the member late while they go on, and queue the service, whose
+// conditions then say so. writing is told of the member once its first
+// write begins.
+func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *outcome), landings chan<- landing, writing chan<- string) {
+	mine := &outcome{begin: sync.OnceFunc(func() { writing <- m.Name })}
+	st := f.perMember.of(m.Name)
 	began := f.clock.Now()
+	landed := f.countLate(fl, st)
 	guarded(fl, m, fn, mine)
+	landed()
 	switch {
 	case f.clock.Since(began) > f.wait:
-		f.perMember.of(m.Name).slow.Store(true)
+		st.slow.Store(true)
 	case mine.answered, mine.unreachable != nil, f.slots.alone(m.Name):
 		// A write answered in time; or the member is reported unreachable,
 		// not slow; or nothing of it was under way but these writes, which
 		// wrote nothing: nothing hangs there.
-		if st, ok := f.perMember.get(m.Name); ok {
-			st.slow.Store(false)
-		}
+		st.slow.Store(false)
 	}
 	f.flights.Delete(fl)
 	if key, ok := f.slots.give(m.Name); ok {
@@ -174,6 +198,38 @@ func (f *fanout) fly(fl flight, m *members.Member, fn func(*members.Member, *out
 	}
 	landings <- landing{m.Name, mine}
 }
+
+// countLate counts a flight in its member's late ones once it has been
+// under way for memberLate, and queues its service, whose conditions then
+// say so; landed counts it out.
+func (f *fanout) countLate(fl flight, st *memberState) (landed func()) {
+	var state atomic.Int32 // in flight, then overdue or landed, whichever comes first
+	overdue, ended := f.clock.NewTimer(memberLate), make(chan struct{})
+	go func() {
+		select {
+		case <-overdue.C():
+			if state.CompareAndSwap(inFlight, overdueFlight) {
+				st.late.Add(1)
+				f.requeue(fl.key)
+			}
+		case <-ended:
+		}
+	}()
+	return func() {
+		close(ended)
+		overdue.Stop()
+		if !state.CompareAndSwap(inFlight, landedFlight) {
+			st.late.Add(-1)
+		}
+	}
+}
+
+// The states of a flight (countLate).
+const (
+	inFlight int32 = iota
+	overdueFlight
+	landedFlight
+)
 
 // guarded runs fn, and turns a panic in it into a failure of the
 // member's writes, logged and counted, so that a defect met in one

@@ -55,9 +55,9 @@ func TestHungMemberSlowsNoOne(t *testing.T) {
 }
 
 // What writes no sync waited for did is reported by no later sync either:
-// it was done for a plan that may have changed since. While the member is
-// slow the conditions say so; once it is not, they say what a sync that
-// waited for it found.
+// it was done for a plan that may have changed since. While the member's
+// writes are late the conditions say it is slow; once it is not, they say
+// what a sync that waited for it found.
 func TestLateResultsReportedByNoLaterSync(t *testing.T) {
 	fc := clocktesting.NewFakeClock(t0)
 	f := newFixture(t, world{
@@ -76,6 +76,11 @@ func TestLateResultsReportedByNoLaterSync(t *testing.T) {
 	applied := func() metav1.Condition {
 		return *meta.FindStatusCondition(f.mcsOf("foo").Status.Conditions, v1alpha1.EndpointSliceApplied)
 	}
+	if c := applied(); c.Status != metav1.ConditionTrue {
+		t.Errorf("EndpointSliceApplied once member3's writes took memberWait: %s %q, want True until they are late", c.Reason, c.Message)
+	}
+	pastLate(t, f, fc, m3)
+	syncUnbounded(t, f, "demo/foo")
 	if c := applied(); c.Reason != reasonMemberSlow || !strings.Contains(c.Message, m3) {
 		t.Errorf("EndpointSliceApplied while member3 hangs: %s %q, want %s naming member3", c.Reason, c.Message, reasonMemberSlow)
 	}
@@ -95,6 +100,31 @@ func TestLateResultsReportedByNoLaterSync(t *testing.T) {
 	}
 }
 
+// A service whose import in a slow member is current is not reported
+// slow there: the sync finds nothing to write, which takes no write, so
+// it waits for that finding rather than say the member's writes go on.
+func TestNothingToWriteIntoASlowMember(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	f := newFixture(t, world{
+		hub: {multiClusterService("foo", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, nil, true),
+			multiClusterService("bar", api.RemoteAndLocal, []v1alpha1.ClusterName{m1}, nil, true)},
+		m1: {ns1(), service("foo", false, t0), slice("foo", "foo-1", 1, "10.1.0.1"), service("bar", false, t0), slice("bar", "bar-1", 1, "10.1.0.2")},
+		m2: {ns1()},
+		m3: {ns1()},
+	}, withOptions(Options{Clock: fc}))
+	f.sync("demo/bar")
+	f.change(m1, slice("foo", "foo-1", 2, "10.1.0.1", "10.1.0.3"), "update")
+	release := hangWrites(f, m3)
+	defer close(release)
+	syncPastWait(f, fc, "demo/foo", m3)
+	pastLate(t, f, fc, m3)
+
+	expect(t, "bar, imported everywhere", syncUnbounded(t, f, "demo/bar"), writes{})
+	if c := meta.FindStatusCondition(f.mcsOf("bar").Status.Conditions, v1alpha1.EndpointSliceApplied); c.Status != metav1.ConditionTrue {
+		t.Errorf("bar's EndpointSliceApplied while member3 hangs on foo's writes: %s %q, want True: bar's import there is current", c.Reason, c.Message)
+	}
+}
+
 // syncPastWait is f.sync of key while hung's writes hang: once the sync
 // waits for them alone, the fake clock steps past memberWait, which ends
 // that wait at once and no other.
@@ -107,6 +137,14 @@ func syncPastWait(f *fixture, fc *clocktesting.FakeClock, key, hung string) map[
 	}
 	defer func() { f.c.fan.waitsFor = nil }()
 	return f.sync(key)
+}
+
+// pastLate steps the clock past memberLate, and waits until cluster's
+// writes under way count as late.
+func pastLate(t *testing.T, f *fixture, fc *clocktesting.FakeClock, cluster string) {
+	t.Helper()
+	fc.Step(memberLate)
+	f.await(cluster+"'s writes count as late", func() bool { return f.c.perMember.of(cluster).late.Load() > 0 })
 }
 
 // syncUnbounded is f.sync for a sync that must not wait for a slow
@@ -364,6 +402,7 @@ func TestSlowUntilAWriteIsAnswered(t *testing.T) {
 	}, withOptions(Options{Clock: fc}))
 	release := hangWrites(f, m3)
 	syncPastWait(f, fc, "demo/foo", m3)
+	pastLate(t, f, fc, m3)
 
 	// baz writes nothing into member3: its flight there ends at once.
 	syncUnbounded(t, f, "demo/baz")

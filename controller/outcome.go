@@ -30,6 +30,16 @@ type outcome struct {
 	// answered: a write of the member's was answered by its API server
 	// (fanout.go: a slow member is no longer slow).
 	answered bool
+	// begin, when set, is told once a write of the member's begins
+	// (fanout.go: a sync waits for a slow member until then).
+	begin func()
+}
+
+// writing notes that a write is about to begin.
+func (o *outcome) writing() {
+	if o.begin != nil {
+		o.begin()
+	}
 }
 
 // wait notes a member whose writes the sync does not wait for, and why

@@ -19,6 +19,9 @@ import (
 type memberState struct {
 	// slow: no sync waits for its writes (fanout.go).
 	slow atomic.Bool
+	// late counts its flights under way longer than memberLate
+	// (fanout.go): while any is, the conditions say it is slow.
+	late atomic.Int32
 	// pruned are the ServiceImport fields its CRD drops (imports.go).
 	pruned atomic.Pointer[prunedFields]
 	// changes paces its source changes (budget.go).

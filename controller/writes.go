@@ -42,6 +42,7 @@ func (w *writer) key(kind, name string) trackKey {
 
 // do runs one write and counts it.
 func (w *writer) do(kind, verb string, fn func() error) error {
+	w.out.writing()
 	err := fn()
 	members.CountWrite(w.m.Name, kind, verb, err)
 	// An answer, refusals included: the API server is not hung.
