@@ -9,9 +9,9 @@ import (
 
 // replicasFor is how many controller replicas a run with shards (its
 // --shards) keeps: a leader and a standby without shards; with N, a
-// replica for each shard and a standby, so that a killed holder's shard
-// goes at once to a replica that holds none, as the replicas of a
-// Deployment sized for its shards would take it (docs/scaling.md).
+// replica for each shard and a standby, as a Deployment sized for its
+// shards has: a killed holder's shard then has a replica that holds none
+// campaigning for it besides the other holders (docs/scaling.md).
 func replicasFor(shards int) int {
 	if shards <= 1 {
 		return 2
