@@ -105,10 +105,11 @@ conformance: build lab-bins
 # changes and overlapping faults drawn from SEED (default 47; "random" draws
 # one and prints it), for DURATION (default 3m), with the FAULTS mix ("all",
 # "none" or a comma-separated list); the report lands in _output/chaos.
-# SEED=... make chaos replays a run's schedule exactly.
+# SEED=... make chaos replays a run's schedule exactly. SHARDS=N runs the
+# controller with --shards N on N+1 replicas (same schedule).
 .PHONY: chaos
 chaos: build lab-bins
-	CHAOS_SEED=$(SEED) CHAOS_DURATION=$(DURATION) CHAOS_FAULTS=$(FAULTS) $(GO) test -count=1 -tags lab -timeout 150m -run '^TestChaos$$' -v ./test/chaos
+	CHAOS_SEED=$(SEED) CHAOS_DURATION=$(DURATION) CHAOS_FAULTS=$(FAULTS) CHAOS_SHARDS=$(SHARDS) $(GO) test -count=1 -tags lab -timeout 150m -run '^TestChaos$$' -v ./test/chaos
 
 # The benchmarks of README.md, Performance (see test/bench/README.md):
 # first the DNS ones, side by side on the lab's member3, printing a table of

@@ -32,6 +32,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/api"
 	"github.com/coredns-mcs/coredns-mcs/api/v1alpha1"
+	"github.com/coredns-mcs/coredns-mcs/controller/shards"
 	"github.com/coredns-mcs/coredns-mcs/test/labnet"
 	"github.com/coredns-mcs/coredns-mcs/test/labtest"
 	"github.com/coredns-mcs/coredns-mcs/test/process"
@@ -73,7 +74,6 @@ var missing = []string{
 	"connections through kube-proxy: probes resolve names, they do not connect",
 	"partition refuses and cuts the controllers' connections to a member (a proxy before its API server), it does not drop packets (nftables); CoreDNS's connections are not cut",
 	"faults not injected yet: token revoke + kubectl mcs join, unjoin/join (the run registers members by --clusters-kubeconfig, not Secrets)",
-	"workload not yet varied: provision lists, MultiClusterServices deleted and made again; one controller shard",
 }
 
 func config(t *testing.T) Config {
@@ -95,6 +95,11 @@ func config(t *testing.T) Config {
 	}
 	if cfg.Faults, err = ParseFaults(os.Getenv("CHAOS_FAULTS")); err != nil {
 		t.Fatal(err)
+	}
+	if s := os.Getenv("CHAOS_SHARDS"); s != "" {
+		if cfg.Shards, err = strconv.Atoi(s); err != nil || shards.Valid(cfg.Shards) != nil {
+			t.Fatalf("SHARDS %q: want 1 to 64, the controllers' --shards", s)
+		}
 	}
 	if cfg.Duration <= cfg.Quiet {
 		t.Fatalf("DURATION %s must be longer than the quiet end %s", cfg.Duration, cfg.Quiet)
@@ -136,7 +141,7 @@ func chaos(t *testing.T, cfg Config) {
 	if err := writeSchedule(dir, schedule); err != nil {
 		t.Fatal(err)
 	}
-	r := setUp(t, l, w)
+	r := setUp(t, l, w, cfg.Shards)
 	shipped := memLimits(t, l, w)
 	r.waitConverged(t, 3*time.Minute)
 
@@ -173,7 +178,11 @@ func chaos(t *testing.T, cfg Config) {
 	res.Lean(before, after, window, cfg.Duration)
 	res.Owned(auditLogs(t, l, w.APIClusters, dir), w.APIClusters, from, started, to)
 	res.LeanMemory(r.mem, shipped, cfg.Duration)
-	rep := Report{Config: cfg, Limits: limits, World: w, Started: started, Ran: time.Since(started), Result: res, Missing: missing, Schedule: schedule}
+	gaps := missing
+	if cfg.Shards <= 1 {
+		gaps = append(slices.Clone(missing), "one controller shard: SHARDS=2 make chaos runs the controller with --shards")
+	}
+	rep := Report{Config: cfg, Limits: limits, World: w, Started: started, Ran: time.Since(started), Result: res, Missing: gaps, Schedule: schedule}
 	if err := rep.Write(dir, r.applied, r.probes, r.samples); err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +212,7 @@ type run struct {
 	start   time.Time
 	ctlArgs []string
 	ctlBin  string
+	shards  int
 	dnsAddr map[string]string            // consumer -> its cluster DNS
 	procDNS *labtest.MemberDNS           // member3's coredns-mcs, a process beside the lab
 	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
@@ -233,15 +243,15 @@ func (r *run) now() time.Duration { return time.Since(r.start) }
 
 // setUp makes the world: the namespace everywhere, every service's
 // Deployment and Service in its providers, its ServiceExports or its
-// MultiClusterService, coredns-mcs as the members' DNS and two controller
-// replicas with leader election.
-func setUp(t *testing.T, l *labtest.Lab, w World) *run {
+// MultiClusterService, coredns-mcs as the members' DNS and the controller's
+// replicas with leader election (replicasFor), with --shards when n > 1.
+func setUp(t *testing.T, l *labtest.Lab, w World, n int) *run {
 	l.Network(t)
 	l.InstallCRDs(t)
 	ns := l.Namespace(t)
 	own := ns + "-mcs"
 	l.NamedNamespace(t, own, labtest.Hub)
-	r := &run{t: t, l: l, w: w, ns: ns, killed: map[*replica]bool{}, dnsAddr: map[string]string{},
+	r := &run{t: t, l: l, w: w, ns: ns, shards: max(n, 1), killed: map[*replica]bool{}, dnsAddr: map[string]string{},
 		proxies: map[string]*labtest.APIProxy{}}
 	for _, s := range w.Services {
 		for _, p := range s.Providers {
@@ -265,8 +275,8 @@ func setUp(t *testing.T, l *labtest.Lab, w World) *run {
 	r.dnsAddr[member3], r.logs = r.procDNS.Addr, append(r.logs, r.procDNS.Log())
 	r.ctlBin = l.Binary(t, "mcs-controller")
 	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", r.proxiedMembers(t),
-		"--namespace", own, "--watch-namespaces", ns}, controllerTiming...)
-	for range 2 {
+		"--namespace", own, "--watch-namespaces", ns, "--shards", strconv.Itoa(r.shards)}, controllerTiming...)
+	for range replicasFor(r.shards) {
 		r.startReplica()
 	}
 	return r
@@ -310,8 +320,10 @@ func multiClusterService(ns string, s Service) *v1alpha1.MultiClusterService {
 	}
 	m := labtest.MultiClusterService(ns, s.Name, s.Strategy, prov, cons)
 	if s.LocalFirstPolicy {
-		m.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To(int32(2)),
-			FailoverOrder: []v1alpha1.ClusterName{member3, member1}}
+		m.Spec.LocalFirst = &v1alpha1.LocalFirstPolicy{MinReadyEndpoints: ptr.To(int32(2))}
+		for _, c := range failoverOrder {
+			m.Spec.LocalFirst.FailoverOrder = append(m.Spec.LocalFirst.FailoverOrder, v1alpha1.ClusterName(c))
+		}
 	}
 	return m
 }
@@ -417,7 +429,7 @@ func (r *run) sample(ctx context.Context, prev Sample) Sample {
 	}
 	m.Up[hub] = err == nil
 	if err != nil {
-		m.MCS = prev.MCS
+		m.MCS, m.Provision, m.Consumption = prev.MCS, prev.Provision, prev.Consumption
 	}
 	return m
 }
@@ -430,9 +442,13 @@ func (r *run) readHub(ctx context.Context, m *Sample) error {
 		return err
 	}
 	for _, it := range list.Items {
-		if it.GetDeletionTimestamp() == nil {
-			m.MCS[it.GetName()] = true
+		if it.GetDeletionTimestamp() != nil {
+			continue
 		}
+		name := it.GetName()
+		m.MCS[name] = true
+		m.Provision[name], _, _ = unstructured.NestedStringSlice(it.Object, "spec", "serviceProvisionClusters")
+		m.Consumption[name], _, _ = unstructured.NestedStringSlice(it.Object, "spec", "serviceConsumptionClusters")
 	}
 	return nil
 }
@@ -496,7 +512,7 @@ func (r *run) readMember(ctx context.Context, c string, m *Sample) error {
 
 func newSample(at time.Duration) Sample {
 	return Sample{At: at, Up: map[string]bool{}, Ready: map[string]map[string][]string{}, All: map[string]map[string][]string{},
-		Exports: map[string][]string{}, MCS: map[string]bool{}, Imports: map[string][]string{}, Imported: map[string]map[string]map[string][]string{}}
+		Exports: map[string][]string{}, MCS: map[string]bool{}, Provision: map[string][]string{}, Consumption: map[string][]string{}, Imports: map[string][]string{}, Imported: map[string]map[string]map[string][]string{}}
 }
 
 // copyMember carries what src read of member c into m.
@@ -515,15 +531,14 @@ func copyMember(m *Sample, src Sample, c string) {
 	m.Imports[c], m.Imported[c] = src.Imports[c], src.Imported[c]
 }
 
-// probeLoop resolves every service's names through consumer c's DNS,
-// about once a second each, and records every answer.
+// probeLoop resolves every service's names through member c's DNS, about
+// once a second each, and records every answer: in every member, since
+// consumption lists change during the run; the model says where a name
+// must answer.
 func (r *run) probeLoop(ctx context.Context, c string) {
 	for ctx.Err() == nil {
 		round := time.Now()
 		for _, s := range r.w.Services {
-			if !slices.Contains(s.Consumers, c) {
-				continue
-			}
 			names := map[string]string{"clusterset": fmt.Sprintf("%s.%s.svc.clusterset.local.", s.Name, r.ns)}
 			if s.MCS { // the native name is mcs's only with a MultiClusterService's strategy
 				names["native"] = fmt.Sprintf("%s.%s.svc.cluster.local.", s.Name, r.ns)
@@ -606,12 +621,20 @@ func (r *run) apply(t *testing.T, e Event) {
 		err = r.toggleExport(ctx, e)
 	case FlipStrategy:
 		err = r.flipStrategy(ctx, e)
+	case Roll:
+		err = r.roll(ctx, e)
+	case SetProvision:
+		err = r.setList(ctx, e, "serviceProvisionClusters")
+	case SetConsumption:
+		err = r.setList(ctx, e, "serviceConsumptionClusters")
+	case RecreateMCS:
+		err = r.recreateMCS(ctx, e)
 	case Partition:
 		r.proxies[e.Cluster].Down()
 		time.Sleep(e.For)
 		r.proxies[e.Cluster].Up(t)
 	case KillLeader:
-		err = r.killLeader(ctx)
+		err = r.killLeader(ctx, e)
 	case KillCoreDNS:
 		err = r.killCoreDNS(ctx, e.Cluster)
 	case DeleteOwned:
@@ -690,33 +713,28 @@ func (r *run) writes(ctx context.Context) map[string]map[string]float64 {
 	return out
 }
 
-// killLeader SIGKILLs the replica that leads and starts another at once.
-func (r *run) killLeader(ctx context.Context) error {
+// killLeader SIGKILLs the replica that leads, with shards the holder of
+// the shard the event's time names (victim), and starts another at once.
+func (r *run) killLeader(ctx context.Context, e Event) error {
 	r.mu.Lock()
 	reps := slices.Clone(r.replicas)
 	r.mu.Unlock()
-	for _, rp := range reps {
-		_, body, err := process.HTTPGet(ctx, "http://"+rp.addr+"/metrics")
-		if err != nil || !leads(body) {
-			continue
-		}
-		r.mu.Lock()
-		r.killed[rp] = true
-		r.exits = append(r.exits, Exit{At: r.now(), Process: "mcs-controller", Injected: true})
-		r.mu.Unlock()
-		rp.p.Kill()
-		return nil
-	}
-	return errors.New("no replica leads")
-}
-
-func leads(metrics string) bool {
-	for _, line := range strings.Split(metrics, "\n") {
-		if strings.HasPrefix(line, "leader_election_master_status{") && strings.Contains(line, `name="mcs-controller"`) {
-			return strings.HasSuffix(line, " 1")
+	held := make([][]string, len(reps))
+	for i, rp := range reps {
+		if _, body, err := process.HTTPGet(ctx, "http://"+rp.addr+"/metrics"); err == nil {
+			held[i] = heldLeases(body)
 		}
 	}
-	return false
+	i := victim(held, shards.LeaseName(int(e.At/time.Millisecond)%r.shards, r.shards))
+	if i < 0 {
+		return errors.New("no replica leads")
+	}
+	r.mu.Lock()
+	r.killed[reps[i]] = true
+	r.exits = append(r.exits, Exit{At: r.now(), Process: "mcs-controller", Injected: true})
+	r.mu.Unlock()
+	reps[i].p.Kill()
+	return nil
 }
 
 // killCoreDNS deletes the first CoreDNS pod of c at once, as a node lost;

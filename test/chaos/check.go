@@ -106,17 +106,31 @@ type Result struct {
 
 	// Memory: each component's peak RSS against its limit (memory.go).
 	Memory map[string]MemStats `json:"memory,omitempty"`
+
+	// Workload and WorkloadFailed: changes by kind, carried out and not
+	// (an API server that did not answer, an object gone).
+	Workload       map[string]int `json:"workload"`
+	WorkloadFailed map[string]int `json:"workloadFailed"`
+}
+
+func (r *Result) countWorkload(a Applied) {
+	if a.Err != "" {
+		r.WorkloadFailed[a.Kind]++
+		return
+	}
+	r.Workload[a.Kind]++
 }
 
 // Check computes the invariants of a run's history.
 func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Applied, exits []Exit, panics []string) Result {
 	r := Result{Probes: len(probes), Excused: map[string]int{}, Convergence: map[string]Stats{},
-		FaultsApplied: map[string]int{}, FaultsFailed: map[string]int{}, Panics: panics}
+		FaultsApplied: map[string]int{}, FaultsFailed: map[string]int{}, Workload: map[string]int{}, WorkloadFailed: map[string]int{}, Panics: panics}
 	var faults []Applied
-	changes := map[string][]time.Duration{} // service -> starts of its workload changes
+	changes := map[string][]span{} // service -> its workload changes, from start to done
 	for _, a := range applied {
 		if !a.IsFault() {
-			changes[a.Service] = append(changes[a.Service], a.Start)
+			changes[a.Service] = append(changes[a.Service], span{a.Start, max(a.Start, a.Heal)})
+			r.countWorkload(a)
 			continue
 		}
 		if a.Err != "" {
@@ -163,8 +177,12 @@ type history struct {
 	lim     Limits
 	samples []Sample
 	faults  []Applied
-	changes map[string][]time.Duration
+	changes map[string][]span
 }
+
+// span is a workload change's time, from its start to when it was done: a
+// MultiClusterService made again changes what is served at the end.
+type span struct{ from, to time.Duration }
 
 // maxListed bounds the excused misses a report lists.
 const maxListed = 200
@@ -221,13 +239,13 @@ func (h history) lastFault(t time.Duration) string {
 	return last
 }
 
-// mustAnswer reports whether s must answer in c at t: the harness changed
-// nothing of s in the Settle before t, and every sample from the last one
+// mustAnswer reports whether s must answer in c at t: no change of s by
+// the harness was under way in the Settle before t, and every sample from the last one
 // before that stretch to the first one after t says s is served to c (a
 // change between two samples shows in the later one).
 func (h history) mustAnswer(s Service, c string, t time.Duration) bool {
-	for _, at := range h.changes[s.Name] {
-		if at > t-h.lim.Settle && at <= t {
+	for _, c := range h.changes[s.Name] {
+		if c.to > t-h.lim.Settle && c.from <= t {
 			return false
 		}
 	}

@@ -22,6 +22,11 @@ type Sample struct {
 	// with a MultiClusterService on the hub.
 	Exports map[string][]string `json:"exports"`
 	MCS     map[string]bool     `json:"mcs"`
+	// Provision and Consumption: service -> its MultiClusterService's
+	// serviceProvisionClusters and serviceConsumptionClusters, as the hub
+	// has them (empty: none listed), for each MultiClusterService read.
+	Provision   map[string][]string `json:"provision"`
+	Consumption map[string][]string `json:"consumption"`
 	// Imports: consumer -> services with a ServiceImport there; Imported:
 	// consumer -> service -> source cluster -> addresses of the imported
 	// slices.
@@ -30,12 +35,17 @@ type Sample struct {
 }
 
 // Providers are the clusters the model says provide s: for a
-// MultiClusterService its provision clusters (each runs the Service), for
-// ServiceExports the members holding one. None while s is not exported.
+// MultiClusterService its provision clusters as the hub lists them, or with
+// none listed every member that has the Service (those the harness made it
+// in: it deletes none); for ServiceExports the members holding one. None
+// while s is not exported.
 func (m Sample) Providers(s Service) []string {
 	if s.MCS {
 		if !m.MCS[s.Name] {
 			return nil
+		}
+		if list := m.Provision[s.Name]; len(list) > 0 {
+			return list
 		}
 		return s.Providers
 	}
@@ -48,9 +58,25 @@ func (m Sample) Providers(s Service) []string {
 	return out
 }
 
-// Consumes reports whether the model says c imports s.
+// Consumes reports whether the model says c imports s: s has a provider,
+// and c is a consumption cluster of its MultiClusterService as the hub
+// lists them (none listed: every member), or, exported by ServiceExports,
+// a member.
 func (m Sample) Consumes(s Service, c string) bool {
-	return len(m.Providers(s)) > 0 && slices.Contains(s.Consumers, c)
+	return len(m.Providers(s)) > 0 && slices.Contains(m.consumers(s), c)
+}
+
+func (m Sample) consumers(s Service) []string {
+	list, read := m.Consumption[s.Name]
+	switch {
+	case !s.MCS || !read:
+		// Read is false in a recording from before the harness read the
+		// lists, which never changed then: the world's.
+		return s.Consumers
+	case len(list) == 0:
+		return members
+	}
+	return list
 }
 
 // Serving reports whether a provider of s has a ready endpoint: then every

@@ -87,7 +87,13 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "Started %s, ran %s (schedule %s, the last %s quiet), %d services, workload %.1f changes/s, a fault every %s on average; faults: %s.\n\n",
 		r.Started.UTC().Format(time.RFC3339), r.Ran.Round(time.Second), r.Config.Duration, r.Config.Quiet, len(r.World.Services),
 		r.Config.Rate, r.Config.FaultGap, strings.Join(r.Config.Faults, ", "))
-	fmt.Fprintf(&b, "Replay: `SEED=%d DURATION=%s FAULTS=%s make chaos`\n\n", r.Config.Seed, r.Config.Duration, strings.Join(r.Config.Faults, ","))
+	shards := ""
+	if r.Config.Shards > 1 {
+		shards = fmt.Sprintf("SHARDS=%d ", r.Config.Shards)
+		fmt.Fprintf(&b, "Controller: %d replicas with `--shards %d`; kill-leader kills a shard's holder.\n\n", replicasFor(r.Config.Shards), r.Config.Shards)
+	}
+	fmt.Fprintf(&b, "Replay: `%sSEED=%d DURATION=%s FAULTS=%s make chaos`\n\n", shards, r.Config.Seed, r.Config.Duration, strings.Join(r.Config.Faults, ","))
+	b.WriteString(workloadLine(res))
 	fmt.Fprintf(&b, "Windows: settle %s, grace after a fault heals %s, converge %s.\n\n", r.Limits.Settle, r.Limits.Grace, r.Limits.Converge)
 	b.WriteString("| fault | injected | could not be injected | excused misses | every API server read again after heal p50 / max (s) | converged after heal, no other fault under way: n, p50 / p99 / max (s) | not converged | overlapped by another fault |\n|---|---|---|---|---|---|---|---|\n")
 	for _, k := range FaultKinds {
@@ -140,6 +146,25 @@ func (r Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// workloadLine is the workload changes carried out by kind, and those that
+// could not be.
+func workloadLine(res Result) string {
+	var done, failed []string
+	n := 0
+	for _, k := range WorkloadKinds {
+		n += res.Workload[k]
+		done = append(done, fmt.Sprintf("%d %s", res.Workload[k], k))
+		if f := res.WorkloadFailed[k]; f > 0 {
+			failed = append(failed, fmt.Sprintf("%d %s", f, k))
+		}
+	}
+	s := fmt.Sprintf("Workload: %d changes (%s)", n, strings.Join(done, ", "))
+	if len(failed) > 0 {
+		s += "; could not be carried out: " + strings.Join(failed, ", ")
+	}
+	return s + ".\n\n"
 }
 
 // HistoryAround is what the run did from before until after around at: the

@@ -42,7 +42,10 @@ type Event struct {
 	Cluster  string        `json:"cluster,omitempty"`
 	Service  string        `json:"service,omitempty"`
 	Replicas int           `json:"replicas,omitempty"`
-	For      time.Duration `json:"for,omitempty"`
+	// List: the clusters a set-provision or set-consumption writes,
+	// comma-separated; empty for none listed (every member).
+	List string        `json:"list,omitempty"`
+	For  time.Duration `json:"for,omitempty"`
 }
 
 // IsFault reports whether e breaks something rather than changes the workload.
@@ -55,8 +58,11 @@ func (e Event) String() string {
 			s += " " + f.k + "=" + f.v
 		}
 	}
-	if e.Kind == Scale {
+	switch e.Kind {
+	case Scale:
 		s += fmt.Sprintf(" replicas=%d", e.Replicas)
+	case SetProvision, SetConsumption:
+		s += " list=[" + e.List + "]"
 	}
 	if e.For > 0 {
 		s += " for=" + e.For.Round(time.Millisecond).String()
@@ -77,6 +83,9 @@ type Config struct {
 	// Quiet ends the schedule early: its last stretch has no event, so
 	// that every fault has healed and the fleet converged before the end.
 	Quiet time.Duration `json:"quiet"`
+	// Shards is the controllers' --shards (0 or 1: none). The schedule
+	// does not depend on it: a seed replays the same with and without.
+	Shards int `json:"shards,omitempty"`
 }
 
 // ParseFaults reads a comma-separated fault mix; "all" or "" is FaultKinds,
@@ -108,7 +117,7 @@ func Plan(cfg Config, w World) []Event {
 	var evs []Event
 	if cfg.Rate > 0 {
 		for at := expGap(rng, cfg.Rate); at < end; at += expGap(rng, cfg.Rate) {
-			evs = append(evs, workloadEvent(rng, w, at))
+			evs = append(evs, workloadEvent(rng, w, at, end))
 		}
 	}
 	if len(cfg.Faults) > 0 && cfg.FaultGap > 0 {
@@ -138,17 +147,20 @@ func expGap(rng *rand.Rand, rate float64) time.Duration {
 	return time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 }
 
-func workloadEvent(rng *rand.Rand, w World, at time.Duration) Event {
+func workloadEvent(rng *rand.Rand, w World, at, end time.Duration) Event {
 	s := w.Services[rng.IntN(len(w.Services))]
-	// Scaling is the commonest change, as pods roll in a fleet.
+	// Scaling is the commonest change, then rollouts, as pods come and go
+	// in a fleet.
 	scale := Event{At: at, Kind: Scale, Service: s.Name, Cluster: s.Providers[rng.IntN(len(s.Providers))], Replicas: rng.IntN(4)}
-	switch r := rng.IntN(10); {
-	case r < 6:
+	switch r := rng.IntN(20); {
+	case r < 9:
 		return scale
-	case r < 8 && !s.MCS:
+	case r < 12:
+		return Event{At: at, Kind: Roll, Service: s.Name, Cluster: scale.Cluster}
+	case !s.MCS && r < 16:
 		return Event{At: at, Kind: ToggleExport, Service: s.Name, Cluster: scale.Cluster}
-	case r >= 8 && s.MCS && !s.LocalFirstPolicy:
-		return Event{At: at, Kind: FlipStrategy, Service: s.Name}
+	case s.MCS:
+		return mcsChange(rng, s, r, scale, end)
 	}
 	return scale
 }

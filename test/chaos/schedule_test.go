@@ -57,11 +57,14 @@ func TestPlanShape(t *testing.T) {
 			busy[key] = e.At + e.For
 		}
 	}
-	work := kinds[Scale] + kinds[ToggleExport] + kinds[FlipStrategy]
+	work := 0
+	for _, k := range WorkloadKinds {
+		work += kinds[k]
+	}
 	if want := cfg.Rate * (cfg.Duration - cfg.Quiet).Seconds(); float64(work) < want*0.8 || float64(work) > want*1.2 {
 		t.Errorf("%d workload events, want about %.0f", work, want)
 	}
-	for _, k := range append([]string{Scale, ToggleExport, FlipStrategy}, FaultKinds...) {
+	for _, k := range append(slices.Clone(WorkloadKinds), FaultKinds...) {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the plan: %v", k, kinds)
 		}
@@ -73,10 +76,14 @@ func TestPlanShape(t *testing.T) {
 
 // Workload events only act on what the world has: a provider's
 // Deployment, an export of a ServiceExport service, a strategy of a
-// MultiClusterService without a LocalFirst policy.
+// MultiClusterService without a LocalFirst policy, a provision list of
+// clusters that run the Service (the failover order among them), a
+// consumption list of members; a MultiClusterService is made again before
+// the quiet end.
 func TestPlanFitsWorld(t *testing.T) {
 	w := NewWorld(20)
-	for _, e := range Plan(testConfig(7), w) {
+	cfg := testConfig(7)
+	for _, e := range Plan(cfg, w) {
 		s, ok := w.Service(e.Service)
 		switch e.Kind {
 		case Scale:
@@ -90,6 +97,23 @@ func TestPlanFitsWorld(t *testing.T) {
 		case FlipStrategy:
 			if !ok || !s.MCS || s.LocalFirstPolicy {
 				t.Errorf("%v: not a MultiClusterService's plain strategy", e)
+			}
+		case Roll:
+			if !ok || !slices.Contains(s.Providers, e.Cluster) {
+				t.Errorf("%v: not a provider's Deployment", e)
+			}
+		case SetProvision:
+			list := clusterList(e.List)
+			if !ok || !s.MCS || !subsetOf(list, s.Providers) || (len(list) > 0 && s.LocalFirstPolicy && !subsetOf(failoverOrder, list)) {
+				t.Errorf("%v: not a provision list of %v", e, s.Providers)
+			}
+		case SetConsumption:
+			if !ok || !s.MCS || !subsetOf(clusterList(e.List), members) {
+				t.Errorf("%v: not a consumption list", e)
+			}
+		case RecreateMCS:
+			if !ok || !s.MCS || e.For <= 0 || e.For > maxGone || e.At+e.For > cfg.Duration-cfg.Quiet {
+				t.Errorf("%v: not a MultiClusterService gone for a while before the quiet end", e)
 			}
 		case DeleteOwned, EditOwned:
 			if !ok || !slices.Contains(s.Consumers, e.Cluster) {
@@ -112,4 +136,13 @@ func TestParseFaults(t *testing.T) {
 	if _, err := ParseFaults("kill-leader,reboot"); err == nil {
 		t.Error(`"reboot" was taken`)
 	}
+}
+
+func subsetOf(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }

@@ -17,6 +17,9 @@ const (
 
 var members = []string{member1, member2, member3}
 
+// failoverOrder is the order of the service with a LocalFirst policy.
+var failoverOrder = []string{member3, member1}
+
 // Service is one service of the run's world, as the harness sets it up.
 type Service struct {
 	Name string `json:"name"`
