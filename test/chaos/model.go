@@ -27,21 +27,21 @@ type Sample struct {
 	// slices.
 	Imports  map[string][]string                       `json:"imports"`
 	Imported map[string]map[string]map[string][]string `json:"imported"`
+	// Away: members the hub registers no more (no Secret of theirs), which
+	// provide and consume nothing (membership.go).
+	Away []string `json:"away,omitempty"`
 }
 
-// Providers are the clusters the model says provide s: for a
+// Providers are the joined clusters the model says provide s: for a
 // MultiClusterService its provision clusters (each runs the Service), for
 // ServiceExports the members holding one. None while s is not exported.
 func (m Sample) Providers(s Service) []string {
-	if s.MCS {
-		if !m.MCS[s.Name] {
-			return nil
-		}
-		return s.Providers
+	if s.MCS && !m.MCS[s.Name] {
+		return nil
 	}
 	var out []string
-	for _, c := range members {
-		if slices.Contains(m.Exports[s.Name], c) && slices.Contains(s.Providers, c) {
+	for _, c := range s.Providers {
+		if m.joined(c) && (s.MCS || slices.Contains(m.Exports[s.Name], c)) {
 			out = append(out, c)
 		}
 	}
@@ -50,7 +50,7 @@ func (m Sample) Providers(s Service) []string {
 
 // Consumes reports whether the model says c imports s.
 func (m Sample) Consumes(s Service, c string) bool {
-	return len(m.Providers(s)) > 0 && slices.Contains(s.Consumers, c)
+	return len(m.Providers(s)) > 0 && m.joined(c) && slices.Contains(s.Consumers, c)
 }
 
 // Serving reports whether a provider of s has a ready endpoint: then every
