@@ -25,8 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -72,8 +70,6 @@ var limits = Limits{Settle: 5 * time.Second, Grace: 15 * time.Second, Converge: 
 // lists it, so that no reader takes the numbers for more than they are.
 var missing = []string{
 	"connections through kube-proxy: probes resolve names, they do not connect",
-	"partition refuses and cuts the controllers' connections to a member (a proxy before its API server), it does not drop packets (nftables); CoreDNS's connections are not cut",
-	"faults not injected yet: token revoke + kubectl mcs join, unjoin/join (the run registers members by --clusters-kubeconfig, not Secrets)",
 }
 
 func config(t *testing.T) Config {
@@ -216,11 +212,14 @@ type run struct {
 	dnsAddr map[string]string            // consumer -> its cluster DNS
 	procDNS *labtest.MemberDNS           // member3's coredns-mcs, a process beside the lab
 	proxies map[string]*labtest.APIProxy // member -> the controllers' way to its API server
+	own     string                       // the controllers' namespace on the hub, with the member Secrets
+	mcsBin  string                       // kubectl mcs
 
 	// servers holds a cluster while a server fault is under way there, its
-	// healing (a start that waits for readiness) included: a fault the
-	// schedule starts meanwhile is not injected, since a server stopped
-	// while another one of its cluster starts up may never come back.
+	// healing (a start that waits for readiness) included, or a membership
+	// fault (join and unjoin write there): a fault the schedule starts
+	// meanwhile is not injected, since a server stopped while another one
+	// of its cluster starts up may never come back.
 	servers sync.Map // cluster -> *sync.Mutex
 
 	mu       sync.Mutex
@@ -243,16 +242,18 @@ func (r *run) now() time.Duration { return time.Since(r.start) }
 
 // setUp makes the world: the namespace everywhere, every service's
 // Deployment and Service in its providers, its ServiceExports or its
-// MultiClusterService, coredns-mcs as the members' DNS and the controller's
-// replicas with leader election (replicasFor), with --shards when n > 1.
+// MultiClusterService, coredns-mcs as the members' DNS, every member
+// joined (kubectl mcs join, through a proxy a partition cuts) and the
+// controller's replicas with leader election (replicasFor), with --shards
+// when n > 1.
 func setUp(t *testing.T, l *labtest.Lab, w World, n int) *run {
 	l.Network(t)
 	l.InstallCRDs(t)
 	ns := l.Namespace(t)
 	own := ns + "-mcs"
 	l.NamedNamespace(t, own, labtest.Hub)
-	r := &run{t: t, l: l, w: w, ns: ns, shards: max(n, 1), killed: map[*replica]bool{}, dnsAddr: map[string]string{},
-		proxies: map[string]*labtest.APIProxy{}}
+	r := &run{t: t, l: l, w: w, ns: ns, own: own, shards: max(n, 1), killed: map[*replica]bool{}, dnsAddr: map[string]string{},
+		proxies: map[string]*labtest.APIProxy{}, mcsBin: l.Binary(t, "kubectl-mcs")}
 	for _, s := range w.Services {
 		for _, p := range s.Providers {
 			l.Apply(t, p, labtest.Deployment(ns, s.Name, 2), labtest.Service(ns, s.Name, s.Headless))
@@ -273,39 +274,19 @@ func setUp(t *testing.T, l *labtest.Lab, w World, n int) *run {
 	}
 	r.procDNS = labtest.RunMemberDNS(t, l.Binary(t, "coredns-mcs"), l.Kubeconfig(), member3, time.Minute)
 	r.dnsAddr[member3], r.logs = r.procDNS.Addr, append(r.logs, r.procDNS.Log())
+	dropTable(t)
+	for _, m := range members {
+		r.proxies[m], _ = l.APIProxy(t, m)
+		r.proxies[m].Up(t)
+	}
+	r.joinAll(t)
 	r.ctlBin = l.Binary(t, "mcs-controller")
-	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub), "--clusters-kubeconfig", r.proxiedMembers(t),
+	r.ctlArgs = append([]string{"--kubeconfig", l.KubeconfigOf(t, labtest.Hub),
 		"--namespace", own, "--watch-namespaces", ns, "--shards", strconv.Itoa(r.shards)}, controllerTiming...)
 	for range replicasFor(r.shards) {
 		r.startReplica()
 	}
 	return r
-}
-
-// proxiedMembers is the controllers' --clusters-kubeconfig: every member,
-// each through an APIProxy that a partition takes down.
-func (r *run) proxiedMembers(t *testing.T) string {
-	var base *clientcmdapi.Config
-	var path string
-	for _, m := range members {
-		p, kubeconfig := r.l.APIProxy(t, m, members...)
-		p.Up(t)
-		r.proxies[m] = p
-		cfg, err := clientcmd.LoadFromFile(kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if base == nil {
-			base, path = cfg, kubeconfig
-			continue
-		}
-		name := cfg.Contexts[m].Cluster
-		base.Clusters[name] = cfg.Clusters[name]
-	}
-	if err := clientcmd.WriteToFile(*base, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func multiClusterService(ns string, s Service) *v1alpha1.MultiClusterService {
@@ -429,7 +410,7 @@ func (r *run) sample(ctx context.Context, prev Sample) Sample {
 	}
 	m.Up[hub] = err == nil
 	if err != nil {
-		m.MCS, m.Provision, m.Consumption = prev.MCS, prev.Provision, prev.Consumption
+		m.MCS, m.Provision, m.Consumption, m.Away = prev.MCS, prev.Provision, prev.Consumption, prev.Away
 	}
 	return m
 }
@@ -450,7 +431,7 @@ func (r *run) readHub(ctx context.Context, m *Sample) error {
 		m.Provision[name], _, _ = unstructured.NestedStringSlice(it.Object, "spec", "serviceProvisionClusters")
 		m.Consumption[name], _, _ = unstructured.NestedStringSlice(it.Object, "spec", "serviceConsumptionClusters")
 	}
-	return nil
+	return r.readAway(ctx, m)
 }
 
 // readMember reads c's own EndpointSlices, ServiceExports, ServiceImports
@@ -606,13 +587,17 @@ func (r *run) apply(t *testing.T, e Event) {
 	defer cancel()
 	var err error
 	switch e.Kind {
-	case FreezeAPI, StopAPI, FreezeEtcd, StopEtcd:
+	case FreezeAPI, StopAPI, FreezeEtcd, StopEtcd, RevokeToken, Rejoin:
 		mu, _ := r.servers.LoadOrStore(e.Cluster, new(sync.Mutex))
 		if !mu.(*sync.Mutex).TryLock() {
-			err = fmt.Errorf("a server fault of %s is still under way or healing", e.Cluster)
+			err = fmt.Errorf("a server or membership fault of %s is still under way or healing", e.Cluster)
 			break
 		}
 		defer mu.(*sync.Mutex).Unlock()
+		if e.Kind == RevokeToken || e.Kind == Rejoin {
+			err = r.membershipFault(t, e)
+			break
+		}
 		r.serverFault(t, e)
 	case Scale:
 		_, err = r.l.Client(t, e.Cluster).AppsV1().Deployments(r.ns).Patch(ctx, e.Service, types.MergePatchType,
@@ -630,9 +615,7 @@ func (r *run) apply(t *testing.T, e Event) {
 	case RecreateMCS:
 		err = r.recreateMCS(ctx, e)
 	case Partition:
-		r.proxies[e.Cluster].Down()
-		time.Sleep(e.For)
-		r.proxies[e.Cluster].Up(t)
+		err = r.partition(t, e)
 	case KillLeader:
 		err = r.killLeader(ctx, e)
 	case KillCoreDNS:

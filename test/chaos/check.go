@@ -165,6 +165,7 @@ func Check(w World, lim Limits, samples []Sample, probes []Probe, applied []Appl
 			}
 		}
 	}
+	r.allJoined(samples)
 	for _, p := range panics {
 		r.Violations = append(r.Violations, Violation{Invariant: "alive", Detail: p})
 	}

@@ -32,26 +32,29 @@ type Sample struct {
 	// slices.
 	Imports  map[string][]string                       `json:"imports"`
 	Imported map[string]map[string]map[string][]string `json:"imported"`
+	// Away: members the hub registers no more (no Secret of theirs), which
+	// provide and consume nothing (membership.go).
+	Away []string `json:"away,omitempty"`
 }
 
-// Providers are the clusters the model says provide s: for a
+// Providers are the joined clusters the model says provide s: for a
 // MultiClusterService its provision clusters as the hub lists them, or with
 // none listed every member that has the Service (those the harness made it
 // in: it deletes none); for ServiceExports the members holding one. None
 // while s is not exported.
 func (m Sample) Providers(s Service) []string {
+	candidates := s.Providers
 	if s.MCS {
 		if !m.MCS[s.Name] {
 			return nil
 		}
 		if list := m.Provision[s.Name]; len(list) > 0 {
-			return list
+			candidates = list
 		}
-		return s.Providers
 	}
 	var out []string
-	for _, c := range members {
-		if slices.Contains(m.Exports[s.Name], c) && slices.Contains(s.Providers, c) {
+	for _, c := range candidates {
+		if m.joined(c) && (s.MCS || slices.Contains(m.Exports[s.Name], c)) {
 			out = append(out, c)
 		}
 	}
@@ -59,11 +62,11 @@ func (m Sample) Providers(s Service) []string {
 }
 
 // Consumes reports whether the model says c imports s: s has a provider,
-// and c is a consumption cluster of its MultiClusterService as the hub
-// lists them (none listed: every member), or, exported by ServiceExports,
-// a member.
+// and c is a joined member and a consumption cluster of its
+// MultiClusterService as the hub lists them (none listed: every member),
+// or, exported by ServiceExports, a member.
 func (m Sample) Consumes(s Service, c string) bool {
-	return len(m.Providers(s)) > 0 && slices.Contains(m.consumers(s), c)
+	return len(m.Providers(s)) > 0 && m.joined(c) && slices.Contains(m.consumers(s), c)
 }
 
 func (m Sample) consumers(s Service) []string {

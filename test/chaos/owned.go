@@ -24,9 +24,10 @@ import (
 
 // controllerAgent begins the user agent of every request mcs-controller
 // sends: mcs-controller/hub to the hub, mcs-controller/<member> to a member
-// (cmd/mcs-controller, controller/members). Every client of the lab holds
-// the one token, so the agent, not the user, tells the controller's
-// requests from the harness's (labtest) and the control plane's.
+// (cmd/mcs-controller, controller/members). On the hub it holds the lab's
+// one token, as the harness does (in members, the account join made), so
+// the agent, not the user, tells the controller's requests from the
+// harness's (labtest) and the control plane's.
 const controllerAgent = "mcs-controller/"
 
 // OwnedStats are the owned invariant's numbers.

@@ -116,7 +116,7 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "| alive | %d injected exits, %d on a lead lost while the hub was faulted (by design), %d else, %d panics | %d |\n",
 		res.Injected, res.LostLead, res.NotInjected, len(res.Panics), count["alive"])
 	if n := count["harness"]; n > 0 {
-		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down | %d |\n", n)
+		fmt.Fprintf(&b, "| harness | the run itself broke: a cluster left down, or a member not joined again | %d |\n", n)
 	}
 	fmt.Fprintf(&b, "| lean | %d writes other than Leases in the quiet last %s; memory below | %d |\n", res.QuietWrites, res.QuietWindow, count["lean"])
 	b.WriteString(res.ownedRow(count["owned"]))

@@ -25,15 +25,17 @@ const (
 	StopAPI      = "stop-apiserver"   // stop Cluster's kube-apiserver, start it after For
 	FreezeEtcd   = "freeze-etcd"      // SIGSTOP Cluster's etcd, SIGCONT after For
 	StopEtcd     = "stop-etcd"        // stop Cluster's etcd, start it after For
-	Partition    = "partition"        // the controllers' connections to member Cluster's API server refused and cut for For
+	Partition    = "partition"        // packets between the controllers and member Cluster's API server dropped for For
 	KillLeader   = "kill-leader"      // SIGKILL the leading controller replica; a new one starts at once
 	KillCoreDNS  = "kill-coredns"     // delete a CoreDNS pod of Cluster at once (grace 0); member3's process SIGKILLed and started again
 	DeleteOwned  = "delete-owned"     // delete what the controller wrote for Service in Cluster
 	EditOwned    = "edit-owned"       // overwrite the addresses of an imported slice of Service in Cluster
+	RevokeToken  = "revoke-token"     // delete member Cluster's account mcs-member (its tokens die), kubectl mcs join after For
+	Rejoin       = "rejoin"           // kubectl mcs unjoin member Cluster, kubectl mcs join after For
 )
 
 // FaultKinds are every fault the harness can inject, the default mix.
-var FaultKinds = []string{FreezeAPI, StopAPI, FreezeEtcd, StopEtcd, Partition, KillLeader, KillCoreDNS, DeleteOwned, EditOwned}
+var FaultKinds = []string{FreezeAPI, StopAPI, FreezeEtcd, StopEtcd, Partition, KillLeader, KillCoreDNS, DeleteOwned, EditOwned, RevokeToken, Rejoin}
 
 // Event is one action of a schedule, at At from the run's start.
 type Event struct {
@@ -126,15 +128,16 @@ func Plan(cfg Config, w World) []Event {
 			e := faultEvent(rng, w, cfg.Faults, at, end)
 			if e.For > 0 {
 				// One server fault at a time in a cluster (labctl cannot
-				// stop a frozen server), one partition at a time of a member.
-				key := e.Cluster
-				if e.Kind == Partition {
-					key = "partition " + e.Cluster
-				}
-				if busy[key] > at {
+				// stop a frozen server), one partition at a time of a
+				// member, and a member's token or registration taken only
+				// while neither holds it (membership.go).
+				keys := holds(e)
+				if slices.ContainsFunc(keys, func(k string) bool { return busy[k] > at }) {
 					continue
 				}
-				busy[key] = at + e.For
+				for _, k := range keys {
+					busy[k] = at + e.For + overrun(e)
+				}
 			}
 			evs = append(evs, e)
 		}
@@ -178,7 +181,7 @@ func faultEvent(rng *rand.Rand, w World, kinds []string, at, end time.Duration) 
 	case FreezeAPI, StopAPI, FreezeEtcd, StopEtcd:
 		e.Cluster = w.APIClusters[rng.IntN(len(w.APIClusters))]
 		e.For = min(minFault+time.Duration(rng.Int64N(int64(maxFault-minFault))), end-at)
-	case Partition:
+	case Partition, RevokeToken, Rejoin:
 		e.Cluster = members[rng.IntN(len(members))]
 		e.For = min(minFault+time.Duration(rng.Int64N(int64(maxFault-minFault))), end-at)
 	case KillCoreDNS:

@@ -25,7 +25,8 @@ func TestPlanReplaysSeed(t *testing.T) {
 
 // A plan has workload at about Rate changes a second, every fault kind of
 // the mix, faults overlapping, none in the quiet end, and never two
-// server faults on one cluster, or two partitions of a member, at once.
+// server faults on one cluster, or two partitions of a member, at once,
+// nor a member's token or registration taken while either holds it.
 func TestPlanShape(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.Duration = 20 * time.Minute // every kind, whatever the draw
@@ -47,14 +48,19 @@ func TestPlanShape(t *testing.T) {
 		}
 		faultEnd = max(faultEnd, e.At+e.For)
 		if e.For > 0 {
-			key := e.Cluster
-			if e.Kind == Partition {
-				key = "partition " + key
+			keys := []string{e.Cluster}
+			switch e.Kind {
+			case Partition:
+				keys = []string{"partition " + e.Cluster}
+			case RevokeToken, Rejoin:
+				keys = append(keys, "partition "+e.Cluster)
 			}
-			if busy[key] > e.At {
-				t.Errorf("%v starts while %s is still held by another fault", e, key)
+			for _, key := range keys {
+				if busy[key] > e.At {
+					t.Errorf("%v starts while %s is still held by another fault", e, key)
+				}
+				busy[key] = e.At + e.For
 			}
-			busy[key] = e.At + e.For
 		}
 	}
 	work := 0

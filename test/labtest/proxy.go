@@ -13,7 +13,10 @@ import (
 // APIProxy is a TCP proxy on loopback in front of a cluster's API server,
 // which a test switches off and on to play an unreachable API server (a
 // cut network, a firewall that rejects) without touching the shared lab.
-// It starts down: connections are refused.
+// It listens on the API server's own address (another port), which the
+// server's certificate names: a kubeconfig reaches it by that address
+// alone, as kubectl mcs join --member-server writes one. It starts down:
+// connections are refused.
 type APIProxy struct {
 	addr, target string
 
@@ -41,7 +44,7 @@ func (l *Lab) APIProxy(t testing.TB, cluster string, contexts ...string) (*APIPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,6 @@ func (l *Lab) APIProxy(t testing.TB, cluster string, contexts ...string) (*APIPr
 	t.Cleanup(func() { p.Down(); p.wg.Wait() })
 
 	server.Server = "https://" + p.addr
-	server.TLSServerName = "localhost" // a name of the API server's certificate
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
